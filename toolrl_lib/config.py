@@ -93,6 +93,11 @@ def _coerce(hint: Any, value: Any, key: str) -> Any:
             raise ConfigError(f"{key}: expected an integer, got {value!r}")
         return value
     if hint is float:
+        if isinstance(value, str):  # PyYAML reads `1e-6` (no dot) as a string
+            try:
+                return float(value)
+            except ValueError:
+                pass
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(f"{key}: expected a number, got {value!r}")
         return float(value)

@@ -1,0 +1,108 @@
+"""The workbook runner (papermill) on throwaway notebooks, and the hygiene of the real ones."""
+
+import ast
+import json
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from toolrl_lib import workbook
+from toolrl_lib.nbbuild import SETUP_CELL, build_notebook
+from toolrl_lib.paths import project_root
+
+
+def _make(folder, name, body):
+    build_notebook(
+        folder / name,
+        [("md", f"# {name}"), ("params", 'profile = "smoke"\nworkdir = "runs/interactive"'),
+         ("code", body)],
+    )
+
+
+def test_runs_in_order_and_injects_parameters(tmp_path):
+    nbs = tmp_path / "nbs"
+    _make(nbs, "97_first.ipynb", "from pathlib import Path\nPath(workdir, 'first.txt').write_text(profile)")
+    _make(nbs, "98_second.ipynb", "from pathlib import Path\nassert Path(workdir, 'first.txt').read_text() == 'smoke'")
+    results = workbook.run_workbook("smoke", notebooks_dir=nbs, workdir=tmp_path / "run", log=lambda *_: None)
+    assert [r.notebook for r in results] == ["97_first.ipynb", "98_second.ipynb"]
+    executed = nbformat.read(tmp_path / "run" / "98_second.ipynb", as_version=4)
+    injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert injected and str(tmp_path / "run") in injected[0].source
+
+
+def test_failure_names_notebook_and_cell_and_keeps_partial(tmp_path):
+    nbs = tmp_path / "nbs"
+    _make(nbs, "97_ok.ipynb", "x = 1")
+    _make(nbs, "98_broken.ipynb", "print('before')\nraise RuntimeError('boom in cell')")
+    _make(nbs, "99_never.ipynb", "x = 2")
+    with pytest.raises(workbook.NotebookFailed) as info:
+        workbook.run_workbook("smoke", notebooks_dir=nbs, workdir=tmp_path / "run", log=lambda *_: None)
+    message = str(info.value)
+    assert "98_broken.ipynb" in message and "RuntimeError: boom in cell" in message
+    assert info.value.cell_index is not None and f"cell {info.value.cell_index}" in message
+    partial = nbformat.read(tmp_path / "run" / "98_broken.ipynb", as_version=4)
+    outputs = [o for c in partial.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert any("before" in o.get("text", "") for o in outputs)
+    assert not (tmp_path / "run" / "99_never.ipynb").exists()
+
+
+def test_cli_exit_code_on_failure(tmp_path, monkeypatch):
+    def fail(**kwargs):
+        raise workbook.NotebookFailed(tmp_path / "03_x.ipynb", tmp_path / "o.ipynb", 4, "ValueError: bad")
+
+    monkeypatch.setattr(workbook, "run_workbook", fail)
+    from toolrl_lib.cli import main
+
+    assert main(["workbook", "run", "--only", "03"]) == 1
+
+
+def test_select_and_profiles():
+    paths = [project_root() / "notebooks" / n for n in ("01_a.ipynb", "03_b.ipynb")]
+    assert workbook.select_notebooks(paths, ["3"]) == paths[1:]
+    with pytest.raises(ValueError, match="no notebook numbered 07"):
+        workbook.select_notebooks(paths, ["07"])
+    with pytest.raises(ValueError, match="unknown profile"):
+        workbook.profile_parameters("huge", "01")
+
+
+def test_cli_help_lists_commands():
+    out = subprocess.run([sys.executable, "-m", "toolrl_lib.cli", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0
+    for command in ("model", "workbook"):
+        assert command in out.stdout
+
+
+# --- hygiene of the committed notebooks ----------------------------------------------------
+
+NOTEBOOKS = workbook.list_notebooks()
+
+
+def _assigned_names(source: str) -> set[str]:
+    return {t.id for node in ast.parse(source).body if isinstance(node, ast.Assign)
+            for t in node.targets if isinstance(t, ast.Name)}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_is_clean_and_parameterised(path):
+    nb = json.loads(path.read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert all(not c.get("outputs") and not c.get("execution_count") for c in code), "commit without outputs"
+    assert "".join(code[0]["source"]).strip() == SETUP_CELL.strip(), "first code cell must be the set-up cell"
+    params = [c for c in code if "parameters" in c.get("metadata", {}).get("tags", [])]
+    assert len(params) == 1, "exactly one cell tagged 'parameters'"
+    names = _assigned_names("".join(params[0]["source"]))
+    assert {"profile", "workdir"} <= names
+    for profile in workbook.PROFILES:
+        injected = set(workbook.profile_parameters(profile, path.name[:2]))
+        assert injected <= names, f"configs/workbook/{profile}/{path.name[:2]}.yaml sets unknown {injected - names}"
+    text = path.read_text().lower()
+    for secret in ("hf_token =", "wandb_api_key =", "api_key ="):
+        assert secret not in text, f"secrets come from the environment, not parameters ({secret})"
+
+
+@pytest.mark.notebooks
+def test_whole_workbook_runs_in_smoke_profile(tmp_path):
+    results = workbook.run_workbook("smoke", workdir=tmp_path / "run")
+    assert [r.notebook for r in results] == [p.name for p in NOTEBOOKS]
