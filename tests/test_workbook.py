@@ -103,6 +103,7 @@ def test_notebook_is_clean_and_parameterised(path):
 
 
 @pytest.mark.notebooks
+@pytest.mark.timeout(3600)
 def test_whole_workbook_runs_in_smoke_profile(tmp_path):
     results = workbook.run_workbook("smoke", workdir=tmp_path / "run")
     assert [r.notebook for r in results] == [p.name for p in NOTEBOOKS]

@@ -1,0 +1,132 @@
+"""Parse pythonic call lists like ``[f(a=1, b="x"), Market Trends API(country="us")]``.
+
+ToolACE and BFCL's executable sets write calls as Python source, but ToolACE function names
+may contain spaces and punctuation, so the text is not valid Python as a whole. We split
+the calls at top-level commas, cut each name off at its first top-level ``(``, and parse
+only the argument list with ``ast`` — values must be literals (never ``eval``).
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+import re
+from typing import Any
+
+from toolrl_lib.data.errors import RowError
+
+_OPEN, _CLOSE = "([{", ")]}"
+_NAME_LITERALS = {"true": True, "false": False, "null": None, "none": None}
+# Argument names that are Python keywords (``from="USD"``) are legal in tool schemas but not
+# in Python source; they are renamed for parsing and restored afterwards.
+_KEYWORD_ARG = re.compile(r"(^|[,(]\s*)(" + "|".join(keyword.kwlist) + r")(\s*=(?!=))")
+_ESCAPE = "__kw_"
+
+
+def _split_top_level(text: str, separator: str = ",") -> list[str]:
+    """Split at ``separator`` outside brackets and string literals."""
+    parts, depth, quote, start, index = [], 0, "", 0, 0
+    while index < len(text):
+        char = text[index]
+        if quote:
+            if char == "\\":
+                index += 1
+            elif char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char in _OPEN:
+            depth += 1
+        elif char in _CLOSE:
+            depth -= 1
+        elif char == separator and depth == 0:
+            parts.append(text[start:index])
+            start = index + 1
+        index += 1
+    if quote or depth != 0:
+        raise ValueError("unbalanced brackets or quotes")
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _literal(node: ast.AST) -> Any:
+    if isinstance(node, ast.Name) and node.id.lower() in _NAME_LITERALS:
+        return _NAME_LITERALS[node.id.lower()]
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        return [_literal(elt) for elt in node.elts]
+    if isinstance(node, ast.Dict):
+        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values, strict=True)}
+    return ast.literal_eval(node)
+
+
+def parse_call(text: str, where: str = "call") -> dict[str, Any]:
+    """``name(a=1, b='x')`` -> ``{"name": "name", "arguments": {"a": 1, "b": "x"}}``."""
+    text = text.strip()
+    cut = _first_top_level_paren(text)
+    if cut <= 0 or not text.endswith(")"):
+        raise RowError("bad_call", where, f"not a call `name(args)`: {text[:80]!r}")
+    name, inner = text[:cut].strip(), text[cut + 1 : -1]
+    try:
+        node = ast.parse(f"_f({inner})", mode="eval").body
+    except SyntaxError as error:
+        try:
+            escaped = _KEYWORD_ARG.sub(lambda m: m.group(1) + _ESCAPE + m.group(2) + m.group(3),
+                                       inner)
+            node = ast.parse(f"_f({escaped})", mode="eval").body
+        except SyntaxError:
+            raise RowError("bad_call", where,
+                           f"arguments of {name!r} do not parse: {error.msg}") from error
+    if not isinstance(node, ast.Call) or node.args:
+        raise RowError("bad_call", where, f"{name!r} has positional arguments; keywords expected")
+    arguments = {}
+    for item in node.keywords:
+        if item.arg is None:
+            raise RowError("bad_call", where, f"{name!r} uses **kwargs")
+        try:
+            arguments[item.arg.removeprefix(_ESCAPE)] = _literal(item.value)
+        except (ValueError, TypeError, SyntaxError) as error:
+            raise RowError("bad_call", f"{where}.{item.arg}",
+                           f"value of {item.arg!r} is not a literal") from error
+    if _ESCAPE in repr(arguments):  # the renaming touched a string value: refuse, not corrupt
+        raise RowError("bad_call", where, f"arguments of {name!r} do not parse")
+    return {"name": name, "arguments": arguments}
+
+
+def _first_top_level_paren(text: str) -> int:
+    quote = ""
+    for index, char in enumerate(text):
+        if quote:
+            if char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char == "(":
+            return index
+    return -1
+
+
+def parse_call_list(text: str, where: str = "calls") -> list[dict[str, Any]]:
+    """``[f(a=1), g(b=2)]`` (brackets optional) -> list of calls; RowError(bad_call) if not."""
+    body = text.strip()
+    if body.startswith("[") and body.endswith("]"):
+        body = body[1:-1]
+    try:
+        pieces = _split_top_level(body)
+    except ValueError as error:
+        raise RowError("bad_call", where, f"{error}: {text[:80]!r}") from error
+    return [parse_call(piece, f"{where}[{i}]") for i, piece in enumerate(pieces)]
+
+
+def looks_like_call_list(text: str) -> bool:
+    """Cheap test used to tell a call turn from a prose turn in ToolACE dialogues."""
+    body = text.strip()
+    return body.startswith("[") and body.endswith(")]") and "(" in body
+
+
+def format_call_list(calls: list[dict[str, Any]]) -> str:
+    """The inverse of ``parse_call_list`` (used to emit ToolACE-style rows)."""
+    rendered = []
+    for call in calls:
+        args = ", ".join(f"{key}={value!r}" for key, value in call["arguments"].items())
+        rendered.append(f"{call['name']}({args})")
+    return "[" + ", ".join(rendered) + "]"
