@@ -1,0 +1,42 @@
+"""Group statistics that decide whether GRPO gets any learning signal.
+
+GRPO samples G completions per prompt and uses the group-relative advantage
+``A_i = (r_i − mean(r)) / (std(r) + eps)``. If every completion in a group gets the same
+reward (zero variance), all its advantages are 0 and that prompt contributes no policy
+gradient — the step is paid for (generation is the expensive part) but teaches nothing.
+With G = 1 (the seed's ``num_generations=1``) every group has zero variance by
+construction, so the advantage is always 0 and GRPO cannot learn at all.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+
+def grouped(rewards: Sequence[float], group_size: int) -> list[list[float]]:
+    """Split a flat list (prompt-major, as TRL lays out completions) into groups."""
+    if group_size < 1:
+        raise ValueError(f"group_size must be >= 1, got {group_size}")
+    if len(rewards) % group_size:
+        raise ValueError(f"{len(rewards)} rewards do not split into groups of {group_size}")
+    return [list(rewards[i : i + group_size]) for i in range(0, len(rewards), group_size)]
+
+
+def group_advantages(rewards: Sequence[float], group_size: int, scale: bool = True, eps: float = 1e-4) -> list[float]:
+    """GRPO advantages: reward minus its group mean, divided by the group std when ``scale``."""
+    out: list[float] = []
+    for group in grouped(rewards, group_size):
+        mean = sum(group) / len(group)
+        std = math.sqrt(sum((r - mean) ** 2 for r in group) / max(len(group) - 1, 1))
+        out.extend((r - mean) / (std + eps) if scale else r - mean for r in group)
+    return out
+
+
+def zero_variance_fraction(rewards: Sequence[float], group_size: int, tol: float = 1e-9) -> float:
+    """Fraction of groups whose rewards are all equal (no gradient from those prompts)."""
+    groups = grouped(rewards, group_size)
+    if not groups:
+        return float("nan")
+    flat = sum(1 for g in groups if max(g) - min(g) <= tol)
+    return flat / len(groups)
