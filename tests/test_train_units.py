@@ -1,0 +1,218 @@
+"""Fast unit tests of the training building blocks (no training, tiny tokenizer only)."""
+
+from __future__ import annotations
+
+import json
+import random
+from types import SimpleNamespace
+
+import pytest
+
+from toolrl_lib.data.example import Example, write_jsonl
+from toolrl_lib.train.config import load_run_config
+from toolrl_lib.train.filtering import split_by_pass_rate
+
+TOOL = {"name": "add", "description": "Add two integers.",
+        "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                       "required": ["a", "b"]}}
+
+
+def example(i: int, text: str = "add 1 and 2") -> Example:
+    return Example(id=f"ex-{i}", source="synthetic", messages=[{"role": "user", "content": text}],
+                   tools=[TOOL], ground_truth=[{"name": "add", "arguments": {"a": 1, "b": 2}}])
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from toolrl_lib.models import make_tiny_tokenizer
+
+    return make_tiny_tokenizer()
+
+
+def test_split_by_pass_rate_counts_and_switches():
+    examples = [example(i) for i in range(5)]
+    rates = {"ex-0": 0.0, "ex-1": 1.0, "ex-2": 0.5, "ex-3": 0.25, "ex-4": 0.0}
+    kept, report = split_by_pass_rate(examples, rates)
+    assert [e.id for e in kept] == ["ex-2", "ex-3"]
+    assert (report.always_solved, report.never_solved) == (1, 2)
+    assert (report.dropped_always, report.dropped_never, report.kept, report.total) == (1, 2, 2, 5)
+    kept, report = split_by_pass_rate(examples, rates, drop_never=False)
+    assert [e.id for e in kept] == ["ex-0", "ex-2", "ex-3", "ex-4"] and report.dropped_never == 0
+    assert "dropped 1 always-solved" in split_by_pass_rate(examples, rates)[1].summary()
+
+
+def test_grpo_rows_columns_and_json(tokenizer):
+    from toolrl_lib.prompts import get_adapter
+    from toolrl_lib.train.dataset import BuildReport, grpo_rows
+
+    adapter = get_adapter("hermes")
+    report = BuildReport()
+    rows = grpo_rows([example(0), example(1)], adapter, tokenizer, 10_000, privileged=True, report=report)
+    assert [r["example_id"] for r in rows] == ["ex-0", "ex-1"]
+    assert set(rows[0]) == {"prompt", "ground_truth", "tools", "example_id", "privileged"}
+    assert json.loads(rows[0]["ground_truth"]) == example(0).ground_truth
+    assert json.loads(rows[0]["tools"]) == [TOOL]
+    assert rows[0]["prompt"] == adapter.render_prompt(example(0), tokenizer)
+    assert adapter.parse(rows[0]["privileged"]).calls == example(0).ground_truth
+    assert report.to_dict() == {"kept": 2, "dropped": {}}
+    plain = grpo_rows([example(0)], adapter, tokenizer, 10_000)
+    assert "privileged" not in plain[0]
+
+
+def test_grpo_rows_drop_long_prompts(tokenizer):
+    from toolrl_lib.prompts import get_adapter
+    from toolrl_lib.train.dataset import BuildReport, grpo_rows, prompt_length
+
+    adapter = get_adapter("hermes")
+    short, long = example(0, "hi"), example(1, "add these numbers please " * 40)
+    limit = prompt_length(tokenizer, adapter.render_prompt(short, tokenizer))
+    report = BuildReport()
+    rows = grpo_rows([short, long], adapter, tokenizer, limit, report=report)
+    assert [r["example_id"] for r in rows] == ["ex-0"]
+    assert report.dropped == {"prompt_too_long": 1}
+
+
+def test_priming_rows_have_the_family_format(tokenizer):
+    from toolrl_lib.prompts import get_adapter
+    from toolrl_lib.train.dataset import priming_rows
+
+    adapter = get_adapter("hermes")
+    rows = priming_rows([example(0)], adapter, tokenizer, 100_000)
+    assert rows[0]["completion"] == adapter.render_completion(example(0).ground_truth)
+    assert not rows[0]["completion"].endswith(tokenizer.eos_token)  # SFTTrainer appends it
+    assert priming_rows([example(0)], adapter, tokenizer, 10) == []
+
+
+def test_load_examples_missing_file_says_which_notebook(tmp_path):
+    from toolrl_lib.train.dataset import load_examples
+
+    with pytest.raises(FileNotFoundError, match="01_data"):
+        load_examples([tmp_path / "nope.jsonl"])
+    write_jsonl([example(i) for i in range(10)], tmp_path / "a.jsonl")
+    first = load_examples([tmp_path / "a.jsonl"], limit=4, seed=1, shuffle=True)
+    again = load_examples([tmp_path / "a.jsonl"], limit=4, seed=1, shuffle=True)
+    assert [e.id for e in first] == [e.id for e in again] and len(first) == 4
+
+
+def test_metrics_csv_callback_and_trim(tmp_path):
+    from toolrl_lib.train.callbacks import MetricsCSVCallback, read_csv_rows, trim_rows
+
+    path = tmp_path / "metrics.csv"
+    cb = MetricsCSVCallback(path)
+    for step in (1, 2, 3):
+        state = SimpleNamespace(global_step=step, epoch=step / 10)
+        cb.on_step_begin(None, state, None)
+        cb.on_step_end(None, state, None)
+        cb.on_log(None, state, None, logs={"loss": 0.5 * step, "reward": 1.0, **({"kl": 0.1} if step == 3 else {})})
+    cb.on_log(None, SimpleNamespace(global_step=3, epoch=0.3), None, logs={"train_runtime": 9.0})
+    rows = read_csv_rows(path)
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    assert rows[2]["kl"] == pytest.approx(0.1) and rows[0]["kl"] is None
+    assert all(r["step_time"] >= 0 for r in rows)
+    assert [r["step"] for r in trim_rows(path, 2)] == [1, 2]
+    assert [r["step"] for r in read_csv_rows(path)] == [1, 2]
+
+
+def test_nan_loss_stops_training():
+    from toolrl_lib.train.callbacks import NaNStopCallback
+
+    cb = NaNStopCallback()
+    control = SimpleNamespace(should_training_stop=False, should_save=True)
+    cb.on_log(None, SimpleNamespace(global_step=5), control, logs={"loss": 1.0})
+    assert cb.bad_step is None and not control.should_training_stop
+    cb.on_log(None, SimpleNamespace(global_step=6), control, logs={"loss": float("nan")})
+    assert cb.bad_step == 6 and control.should_training_stop and not control.should_save
+
+
+def test_forked_rng_leaves_the_stream_untouched():
+    import numpy as np
+    import torch
+
+    from toolrl_lib.train.callbacks import forked_rng
+
+    torch.manual_seed(0)
+    random.seed(0)
+    np.random.seed(0)
+    expected = (torch.rand(3), random.random(), np.random.rand())
+    torch.manual_seed(0)
+    random.seed(0)
+    np.random.seed(0)
+    with forked_rng(seed=123):
+        torch.rand(100), random.random(), np.random.rand(7)
+    got = (torch.rand(3), random.random(), np.random.rand())
+    assert torch.equal(expected[0], got[0]) and expected[1:] == got[1:]
+
+
+def test_validation_callback_tracks_best(tmp_path):
+    from toolrl_lib.train.callbacks import ValidationCallback, read_csv_rows
+
+    scores = iter([0.2, 0.5, 0.4])
+    saved = []
+    model = SimpleNamespace(training=True, eval=lambda: None, train=lambda: None)
+    cb = ValidationCallback(lambda m: {"binary_mean@2": next(scores)}, tmp_path / "v.csv", 2,
+                            "binary_mean@2", lambda m, step, s: saved.append(step))
+    for step in range(1, 7):
+        cb.on_step_end(None, SimpleNamespace(global_step=step), None, model=model)
+    assert saved == [2, 4] and cb.best == pytest.approx(0.5)
+    assert [r["step"] for r in read_csv_rows(tmp_path / "v.csv")] == [2, 4, 6]
+
+
+def test_loss_type_mapping():
+    from toolrl_lib.train.run import grpo_loss_kwargs
+
+    def kwargs(loss):
+        return grpo_loss_kwargs(load_run_config(None, [f"grpo.loss_type={loss}"]))
+
+    assert kwargs("gspo") == {"loss_type": "grpo", "importance_sampling_level": "sequence"}
+    assert kwargs("dr_grpo") == {"loss_type": "dr_grpo", "importance_sampling_level": "token"}
+    assert kwargs("dapo")["loss_type"] == "dapo"
+    assert kwargs("rlsd")["loss_type"] == load_run_config(None).rlsd.base_loss_type
+
+
+def test_grpo_args_on_cpu(tmp_path):
+    from toolrl_lib.train.run import RunPaths, grpo_args
+
+    config = load_run_config(None, ["grpo.beta=0.04", "grpo.loss_type=gspo", "checkpoint.save_steps=7"])
+    args = grpo_args(config, RunPaths(tmp_path), "cpu")
+    assert args.use_cpu and not args.bf16
+    assert args.beta == pytest.approx(0.04) and args.importance_sampling_level == "sequence"
+    assert args.save_steps == 7 and args.output_dir == str(tmp_path / "checkpoints")
+    assert args.generation_batch_size % args.num_generations == 0
+
+
+def test_backend_choice_on_cpu():
+    from toolrl_lib.train.backend import resolve_backend
+
+    assert resolve_backend("auto", "cpu") == "peft"
+    assert resolve_backend("peft", "cpu") == "peft"
+    with pytest.raises(ValueError, match="CUDA"):
+        resolve_backend("unsloth", "cpu")
+
+
+def test_latest_checkpoint(tmp_path):
+    from toolrl_lib.train.run import latest_checkpoint
+
+    assert latest_checkpoint(tmp_path) is None
+    for step in (2, 10, 12):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+    for step in (2, 10):
+        (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    assert latest_checkpoint(tmp_path).name == "checkpoint-10"  # 12 is incomplete
+
+
+def test_report_before_after_and_plots(tmp_path):
+    import pandas as pd
+
+    from toolrl_lib.train import report
+
+    metrics = pd.DataFrame({"step": [1, 2], "reward": [0.1, 0.3], "reward/format": [0.5, 0.9],
+                            "frac_reward_zero_std": [1.0, 0.5], "completions/mean_length": [40, 30]})
+    validation = pd.DataFrame({"step": [0, 0, 2], "stage": ["base", "primed", "final"],
+                               "binary_mean@2": [0.1, 0.4, 0.5]})
+    assert report.before_after(validation, "binary_mean@2") == (0.1, 0.5)
+    with pytest.raises(ValueError, match="base"):
+        report.before_after(validation[validation.stage != "base"], "binary_mean@2")
+    assert report.plot_training_curves(metrics, tmp_path / "c.png").stat().st_size > 1000
+    assert report.plot_validation(validation, tmp_path / "v.png").stat().st_size > 1000
+    with pytest.raises(FileNotFoundError, match="notebook 03"):
+        report.load_tables(tmp_path / "missing")

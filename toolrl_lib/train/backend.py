@@ -1,0 +1,114 @@
+"""Model + LoRA loading for training: Unsloth on CUDA when available, PEFT everywhere.
+
+Both backends return the same thing: a PEFT-wrapped causal LM and its tokenizer, so the
+rest of the run (GRPOTrainer, callbacks, artefacts) does not care which one built it.
+Unsloth must be imported before TRL to patch it, so ``resolve_backend`` does that import.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import warnings
+from typing import Any
+
+from toolrl_lib.train.config import LoraSection, RunConfig
+
+
+def cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def resolve_device(device: str) -> str:
+    if device == "auto":
+        return "cuda" if cuda_available() else "cpu"
+    if device == "cuda" and not cuda_available():
+        raise ValueError("device = 'cuda' but torch sees no CUDA device; use device: auto or cpu")
+    return device
+
+
+def resolve_backend(backend: str, device: str) -> str:
+    """``auto`` -> ``unsloth`` on CUDA when the package is installed, else ``peft``.
+
+    Choosing ``unsloth`` imports it now, before anything imports TRL."""
+    has_unsloth = importlib.util.find_spec("unsloth") is not None
+    if backend == "auto":
+        backend = "unsloth" if device == "cuda" and has_unsloth else "peft"
+    if backend == "unsloth":
+        if device != "cuda":
+            raise ValueError("backend 'unsloth' needs a CUDA device; use backend: peft (or auto)")
+        if not has_unsloth:
+            raise ValueError(
+                "backend 'unsloth' but the package is not installed: pip install "
+                "'toolrl-workbook[unsloth]' (unsloth, unsloth_zoo, bitsandbytes), or use backend: peft"
+            )
+        if "trl" in sys.modules and "unsloth" not in sys.modules:
+            warnings.warn("trl was imported before unsloth; Unsloth's patches may be incomplete "
+                          "(restart the kernel and train first)", stacklevel=2)
+        import unsloth  # noqa: F401  (patches transformers/TRL in place)
+    elif "unsloth" in sys.modules:
+        raise ValueError(
+            "backend 'peft' in a process that imported unsloth: Unsloth patched TRL's trainers for "
+            "the whole process and they then expect its models; run peft in a fresh process "
+            "(restart the kernel) or use backend: unsloth"
+        )
+    return backend
+
+
+def peft_lora_config(lora: LoraSection, r: int | None = None, alpha: int | None = None) -> Any:
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=r or lora.r, lora_alpha=alpha or lora.alpha, lora_dropout=lora.dropout,
+        target_modules=list(lora.target_modules), bias="none", task_type="CAUSAL_LM",
+    )
+
+
+def load_base(model_path: str, dtype: str, device: str) -> Any:
+    from toolrl_lib.models import load_model
+
+    return load_model(model_path, dtype=dtype, device=device)
+
+
+def load_policy(config: RunConfig, model_path: str, backend: str, device: str) -> tuple[Any, Any]:
+    """(PEFT model with a fresh LoRA adapter, tokenizer) for GRPO."""
+    from toolrl_lib.models import load_tokenizer, resolve_dtype
+
+    if backend == "unsloth":
+        from unsloth import FastLanguageModel
+
+        model, tokenizer = FastLanguageModel.from_pretrained(
+            model_name=model_path, max_seq_length=config.model.max_seq_length,
+            dtype=resolve_dtype(config.model.dtype, device), load_in_4bit=False,
+        )
+        model = FastLanguageModel.get_peft_model(
+            model, r=config.lora.r, lora_alpha=config.lora.alpha, lora_dropout=config.lora.dropout,
+            target_modules=list(config.lora.target_modules), bias="none",
+            use_gradient_checkpointing="unsloth" if config.grpo.gradient_checkpointing else False,
+            random_state=config.seed,
+        )
+        tokenizer.padding_side = "left"
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        return model, tokenizer
+    from peft import get_peft_model
+
+    tokenizer = load_tokenizer(model_path, padding_side="left")
+    base = load_base(model_path, config.model.dtype, device)
+    import torch
+
+    torch.manual_seed(config.seed)  # LoRA init is random: same seed, same adapter
+    model = get_peft_model(base, peft_lora_config(config.lora))
+    return model, tokenizer
+
+
+def load_adapter_model(base_path: str, adapter_dir: str, dtype: str, device: str) -> Any:
+    """Base + saved adapter, for evaluation of a saved checkpoint (never the in-memory one)."""
+    from peft import PeftModel
+
+    base = load_base(base_path, dtype, device)
+    model = PeftModel.from_pretrained(base, adapter_dir)
+    model.eval()
+    return model

@@ -1,0 +1,348 @@
+"""The run configuration: one YAML file <-> one tree of dataclasses.
+
+Every knob of a training run lives here, with its default and a comment saying what it
+does. ``load_run_config`` parses strictly (unknown keys and wrong types are errors, via
+``toolrl_lib.config``) and then ``validate`` checks the rules that would otherwise only
+fail deep inside TRL after minutes of model loading. Both name the offending field.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from toolrl_lib.config import ConfigError, apply_overrides, from_dict, load_yaml, to_dict
+
+try:  # F's module; the section is a placeholder until it exists.
+    from toolrl_lib.train.rlsd import RLSDConfig
+
+    HAVE_RLSD = True
+except ImportError:  # pragma: no cover - depends on the checkout state
+
+    @dataclass
+    class RLSDConfig:  # type: ignore[no-redef]
+        """Placeholder: ``toolrl_lib.train.rlsd`` is not available in this checkout."""
+
+    HAVE_RLSD = False
+
+LOSS_TYPES = ("grpo", "dapo", "dr_grpo", "gspo", "rlsd")
+BACKENDS = ("auto", "peft", "unsloth")
+DTYPES = ("auto", "bf16", "bfloat16", "fp16", "float16", "fp32", "float32")
+REWARD_COMPONENTS = ("format", "name", "args", "reasoning")
+LORA_MAX_RANK = 256  # beyond this LoRA stops being "low rank" for any model we target
+ALL_PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+@dataclass
+class ModelSection:
+    name: str = "embedded"  # "embedded", a local model folder or a hub id
+    family: str = "auto"  # chat-format family (toolrl_lib.prompts.FAMILIES) or "auto" = detect
+    dtype: str = "auto"  # auto = bf16 on CUDA, fp32 on CPU
+    max_seq_length: int = 4096  # prompt + completion tokens the model must hold
+    enable_thinking: bool = False  # render prompts with the family's thinking switch on
+
+
+@dataclass
+class LoraSection:
+    r: int = 16  # adapter rank
+    alpha: int = 32  # scaling numerator (effective scale alpha / r)
+    dropout: float = 0.0
+    target_modules: list[str] = field(default_factory=lambda: list(ALL_PROJECTIONS))
+
+
+@dataclass
+class DataSection:
+    train_files: list[str] = field(default_factory=lambda: ["data/processed/smoke/train.jsonl"])
+    val_files: list[str] = field(default_factory=lambda: ["data/processed/smoke/val.jsonl"])
+    max_train_examples: int | None = None  # first N after a seeded shuffle; None = all
+    max_prompt_tokens: int = 1024  # longer rendered prompts are dropped (and counted)
+
+
+@dataclass
+class RewardSection:
+    scheme: str = "weighted"  # one of toolrl_lib.rewards.SCHEMES
+    weights: dict[str, float] | None = None  # per-component weights for "weighted"
+
+
+@dataclass
+class GRPOSection:
+    loss_type: Literal["grpo", "dapo", "dr_grpo", "gspo", "rlsd"] = "dapo"
+    num_generations: int = 8  # completions per prompt (the group); >= 2
+    beta: float = 0.0  # KL weight; > 0 keeps a reference model (the adapter disabled)
+    epsilon: float = 0.2  # lower clip of the importance ratio
+    epsilon_high: float | None = None  # upper clip (DAPO's clip-higher); None = epsilon
+    scale_rewards: Literal["group", "batch", "none"] = "group"  # "none" = Dr. GRPO
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_completion_length: int = 256
+    per_device_train_batch_size: int = 8  # completions per device per micro-step
+    gradient_accumulation_steps: int = 4
+    generation_batch_size: int | None = None  # completions per generation round; None = TRL's
+    num_iterations: int = 1  # optimisation passes per generation round (mu)
+    mask_truncated_completions: bool = False
+    learning_rate: float = 1e-5
+    lr_scheduler_type: str = "constant_with_warmup"
+    warmup_steps: int = 0
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    max_steps: int = -1  # > 0 overrides num_train_epochs
+    num_train_epochs: float = 1.0
+    gradient_checkpointing: bool = False
+
+
+@dataclass
+class PrimingSection:
+    """Format priming: a short SFT on ground-truth completions before GRPO."""
+
+    enabled: bool = False
+    num_examples: int = 256  # training examples used (the first N after shuffling)
+    max_steps: int = 32
+    learning_rate: float = 1e-3
+    batch_size: int = 8
+    gradient_accumulation_steps: int = 1
+    max_length: int = 2048  # prompt + completion tokens
+    lora_r: int = 16
+    lora_alpha: int = 32
+
+
+@dataclass
+class FilteringSection:
+    """Drop prompts the start model always or never solves: their groups carry no advantage."""
+
+    enabled: bool = False
+    k: int = 8  # samples per prompt to estimate its pass rate
+    max_new_tokens: int = 256
+    temperature: float = 1.0
+    batch_size: int = 16
+    drop_always_solved: bool = True
+    drop_never_solved: bool = True
+    solved_threshold: float = 1.0  # a sample "solves" the prompt when binary reward >= this
+
+
+@dataclass
+class ValidationSection:
+    enabled: bool = True
+    every_steps: int = 50  # 0 = only before and after training
+    num_examples: int = 64  # first N validation examples
+    k: int = 16  # samples per prompt for mean@k
+    schemes: list[str] = field(default_factory=lambda: ["binary", "weighted"])
+    best_scheme: str = "binary"  # best/ = highest "<best_scheme>_mean@<k>"
+    max_new_tokens: int = 256
+    temperature: float = 1.0
+    top_p: float = 1.0
+    batch_size: int = 16
+    before_training: bool = True  # also score the start model(s): the "before" numbers
+
+
+@dataclass
+class CheckpointSection:
+    save_steps: int = 50  # a resumable checkpoint every N optimizer steps
+    save_total_limit: int | None = 3  # keep the newest N checkpoints; None = all
+
+
+@dataclass
+class LoggingSection:
+    logging_steps: int = 1
+    tensorboard: bool = True
+    wandb: Literal["auto", "off"] = "auto"  # auto = only when WANDB_API_KEY is set
+    wandb_project: str = "toolrl"
+    progress_bar: bool = True
+    log_completions: bool = False  # TRL's sampled-completion tables
+
+
+@dataclass
+class RunConfig:
+    """Everything one GRPO run needs; saved as ``<run>/config.yaml``."""
+
+    name: str = "run"
+    seed: int = 0
+    backend: Literal["auto", "peft", "unsloth"] = "auto"  # auto = unsloth on CUDA if importable
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    model: ModelSection = field(default_factory=ModelSection)
+    lora: LoraSection = field(default_factory=LoraSection)
+    data: DataSection = field(default_factory=DataSection)
+    reward: RewardSection = field(default_factory=RewardSection)
+    grpo: GRPOSection = field(default_factory=GRPOSection)
+    priming: PrimingSection = field(default_factory=PrimingSection)
+    filtering: FilteringSection = field(default_factory=FilteringSection)
+    validation: ValidationSection = field(default_factory=ValidationSection)
+    checkpoint: CheckpointSection = field(default_factory=CheckpointSection)
+    logging: LoggingSection = field(default_factory=LoggingSection)
+    rlsd: RLSDConfig = field(default_factory=RLSDConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+
+def world_size() -> int:
+    """Processes accelerate will launch (1 unless run under ``accelerate launch``/torchrun)."""
+    try:
+        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
+def generation_batch_size(grpo: GRPOSection, processes: int = 1) -> int:
+    """Completions generated per round, as TRL computes it when not set explicitly."""
+    if grpo.generation_batch_size is not None:
+        return grpo.generation_batch_size
+    return grpo.per_device_train_batch_size * processes * grpo.gradient_accumulation_steps
+
+
+def validate(config: RunConfig, processes: int | None = None) -> RunConfig:
+    """Check cross-field rules before any model loads; raise one ConfigError listing all."""
+    processes = processes or world_size()
+    problems = [f"{key} = {value!r}: {rule}" for key, value, rule in _violations(config, processes)]
+    if problems:
+        raise ConfigError("invalid run config:\n  - " + "\n  - ".join(problems))
+    return config
+
+
+def _violations(c: RunConfig, processes: int) -> list[tuple[str, Any, str]]:
+    out: list[tuple[str, Any, str]] = []
+
+    def rule(ok: bool, key: str, value: Any, text: str) -> None:
+        if not ok:
+            out.append((key, value, text))
+
+    g, lora, v, f, p = c.grpo, c.lora, c.validation, c.filtering, c.priming
+    # model
+    rule(bool(c.model.name.strip()), "model.name", c.model.name, "must not be empty")
+    families = _families()
+    rule(c.model.family == "auto" or c.model.family in families, "model.family", c.model.family,
+         f"must be 'auto' or one of {list(families)}")
+    rule(c.model.dtype in DTYPES, "model.dtype", c.model.dtype, f"must be one of {list(DTYPES)}")
+    rule(c.model.max_seq_length >= 16, "model.max_seq_length", c.model.max_seq_length, "must be >= 16")
+    # lora
+    rule(1 <= lora.r <= LORA_MAX_RANK, "lora.r", lora.r, f"LoRA rank must be in [1, {LORA_MAX_RANK}]")
+    rule(lora.alpha > 0, "lora.alpha", lora.alpha, "must be > 0")
+    rule(0.0 <= lora.dropout < 1.0, "lora.dropout", lora.dropout, "must be in [0, 1)")
+    rule(bool(lora.target_modules), "lora.target_modules", lora.target_modules, "must not be empty")
+    # data
+    rule(bool(c.data.train_files), "data.train_files", c.data.train_files, "needs at least one file")
+    rule(c.data.max_train_examples is None or c.data.max_train_examples >= 1,
+         "data.max_train_examples", c.data.max_train_examples, "must be >= 1 or null")
+    rule(c.data.max_prompt_tokens >= 1, "data.max_prompt_tokens", c.data.max_prompt_tokens, "must be >= 1")
+    rule(c.data.max_prompt_tokens + g.max_completion_length <= c.model.max_seq_length,
+         "data.max_prompt_tokens", c.data.max_prompt_tokens,
+         f"max_prompt_tokens + grpo.max_completion_length ({g.max_completion_length}) must fit "
+         f"model.max_seq_length ({c.model.max_seq_length})")
+    # reward
+    schemes = _schemes()
+    rule(c.reward.scheme in schemes, "reward.scheme", c.reward.scheme, f"must be one of {list(schemes)}")
+    for name in c.reward.weights or {}:
+        rule(name in REWARD_COMPONENTS, f"reward.weights.{name}", c.reward.weights[name],
+             f"unknown reward component; use {list(REWARD_COMPONENTS)}")
+    # grpo
+    rule(g.loss_type in LOSS_TYPES, "grpo.loss_type", g.loss_type, f"unknown loss type; use {list(LOSS_TYPES)}")
+    rule(g.loss_type != "rlsd" or HAVE_RLSD, "grpo.loss_type", g.loss_type,
+         "needs toolrl_lib.train.rlsd (RLSDGRPOTrainer), which is not importable")
+    rule(g.num_generations >= 2, "grpo.num_generations", g.num_generations,
+         "must be >= 2 (with one completion per prompt the group-relative advantage is always 0)")
+    gen_batch = generation_batch_size(g, processes)
+    if g.num_generations >= 1:
+        rule(gen_batch % g.num_generations == 0, "grpo.generation_batch_size", gen_batch,
+             f"generation batch (per_device_train_batch_size x processes ({processes}) x "
+             f"gradient_accumulation_steps unless set) must be divisible by "
+             f"grpo.num_generations ({g.num_generations})")
+    if g.generation_batch_size is not None:
+        global_batch = g.per_device_train_batch_size * processes
+        rule(g.generation_batch_size % max(global_batch, 1) == 0, "grpo.generation_batch_size",
+             g.generation_batch_size,
+             f"must be divisible by the global batch (per_device_train_batch_size x processes = "
+             f"{global_batch})")
+    rule(g.beta >= 0, "grpo.beta", g.beta, "must be >= 0")
+    rule(g.epsilon > 0, "grpo.epsilon", g.epsilon, "must be > 0")
+    rule(g.epsilon_high is None or g.epsilon_high >= g.epsilon, "grpo.epsilon_high", g.epsilon_high,
+         f"must be >= grpo.epsilon ({g.epsilon}) or null")
+    rule(g.temperature > 0, "grpo.temperature", g.temperature, "must be > 0 (GRPO samples)")
+    rule(0 < g.top_p <= 1, "grpo.top_p", g.top_p, "must be in (0, 1]")
+    rule(g.max_completion_length >= 1, "grpo.max_completion_length", g.max_completion_length, "must be >= 1")
+    rule(g.per_device_train_batch_size >= 1, "grpo.per_device_train_batch_size",
+         g.per_device_train_batch_size, "must be >= 1")
+    rule(g.gradient_accumulation_steps >= 1, "grpo.gradient_accumulation_steps",
+         g.gradient_accumulation_steps, "must be >= 1")
+    rule(g.num_iterations >= 1, "grpo.num_iterations", g.num_iterations, "must be >= 1")
+    rule(g.learning_rate > 0, "grpo.learning_rate", g.learning_rate, "must be > 0")
+    rule(g.warmup_steps >= 0, "grpo.warmup_steps", g.warmup_steps, "must be >= 0")
+    rule(g.max_steps > 0 or g.num_train_epochs > 0, "grpo.max_steps", g.max_steps,
+         "set max_steps > 0 or num_train_epochs > 0")
+    # priming
+    if p.enabled:
+        rule(p.max_steps >= 1, "priming.max_steps", p.max_steps, "must be >= 1 when priming is enabled")
+        rule(p.num_examples >= 1, "priming.num_examples", p.num_examples, "must be >= 1")
+        rule(p.batch_size >= 1, "priming.batch_size", p.batch_size, "must be >= 1")
+        rule(p.learning_rate > 0, "priming.learning_rate", p.learning_rate, "must be > 0")
+        rule(1 <= p.lora_r <= LORA_MAX_RANK, "priming.lora_r", p.lora_r,
+             f"LoRA rank must be in [1, {LORA_MAX_RANK}]")
+    # filtering
+    if f.enabled:
+        rule(f.k >= 2, "filtering.k", f.k, "must be >= 2 to tell always/never solved from mixed")
+        rule(f.temperature > 0, "filtering.temperature", f.temperature, "must be > 0 (sampling)")
+        rule(f.drop_always_solved or f.drop_never_solved, "filtering.drop_always_solved", False,
+             "filtering is enabled but drops nothing; enable a drop rule or disable filtering")
+    # validation
+    if v.enabled:
+        rule(v.k >= 1, "validation.k", v.k, "must be >= 1")
+        rule(v.every_steps >= 0, "validation.every_steps", v.every_steps, "must be >= 0")
+        rule(v.num_examples >= 1, "validation.num_examples", v.num_examples, "must be >= 1")
+        rule(bool(c.data.val_files), "data.val_files", c.data.val_files, "validation needs val files")
+        for i, s in enumerate(v.schemes):
+            rule(s in schemes, f"validation.schemes[{i}]", s, f"must be one of {list(schemes)}")
+        rule(v.best_scheme in v.schemes, "validation.best_scheme", v.best_scheme,
+             f"must be one of validation.schemes {v.schemes}")
+        rule(v.temperature > 0 or v.k == 1, "validation.temperature", v.temperature,
+             "greedy decoding (0) makes k > 1 samples identical; use k = 1")
+    # checkpoints / logging
+    rule(c.checkpoint.save_steps >= 1, "checkpoint.save_steps", c.checkpoint.save_steps, "must be >= 1")
+    rule(c.checkpoint.save_total_limit is None or c.checkpoint.save_total_limit >= 1,
+         "checkpoint.save_total_limit", c.checkpoint.save_total_limit, "must be >= 1 or null")
+    rule(c.logging.logging_steps >= 1, "logging.logging_steps", c.logging.logging_steps, "must be >= 1")
+    return out
+
+
+def _families() -> tuple[str, ...]:
+    try:
+        from toolrl_lib.prompts import FAMILIES
+
+        return tuple(FAMILIES)
+    except ImportError:  # B's module not yet present: the contract's list
+        return ("qwen3", "hermes", "llama3", "mistral")
+
+
+def _schemes() -> tuple[str, ...]:
+    try:
+        from toolrl_lib.rewards import SCHEMES
+
+        return tuple(SCHEMES)
+    except ImportError:
+        return ("weighted", "binary", "fine_grained")
+
+
+def load_run_config(
+    path: str | Path | None = None, overrides: list[str] | None = None, *, check: bool = True
+) -> RunConfig:
+    """YAML file (or defaults when ``path`` is None) + ``key.sub=value`` overrides -> RunConfig."""
+    data = load_yaml(path) if path is not None else {}
+    data = apply_overrides(data, overrides or [])
+    try:
+        config = from_dict(RunConfig, data)
+    except ConfigError as error:
+        raise ConfigError(f"{path or 'run config'}: {error}") from error
+    return validate(config) if check else config
+
+
+def run_config_from_dict(data: dict[str, Any], *, check: bool = True) -> RunConfig:
+    config = from_dict(RunConfig, data)
+    return validate(config) if check else config
+
+
+def save_run_config(config: RunConfig, path: str | Path) -> Path:
+    import yaml
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config.to_dict(), sort_keys=False), encoding="utf-8")
+    return path

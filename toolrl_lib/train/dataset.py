@@ -1,0 +1,117 @@
+"""Example JSONL -> the datasets GRPO and priming train on.
+
+GRPO rows carry the rendered prompt plus what the reward functions need per row
+(``ground_truth``/``tools`` as JSON strings, since every row has its own tool list) and
+``example_id``; the RLSD trainer also gets ``privileged``, the ground-truth calls
+rendered in the family's own format. Prompts longer than the budget are dropped and
+counted, never truncated (a cut-off tool list would teach the wrong thing).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolrl_lib.data.example import Example, read_jsonl
+from toolrl_lib.paths import resolve
+
+
+@dataclass
+class BuildReport:
+    """What happened to the examples on their way into a training dataset."""
+
+    kept: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def drop(self, reason: str) -> None:
+        self.dropped[reason] = self.dropped.get(reason, 0) + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kept": self.kept, "dropped": dict(self.dropped)}
+
+
+def load_examples(
+    files: Sequence[str | Path], limit: int | None = None, seed: int = 0, shuffle: bool = False
+) -> list[Example]:
+    """Read Example JSONL files (paths relative to the project root); optionally shuffle and cap."""
+    examples: list[Example] = []
+    for name in files:
+        path = resolve(name)
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"training data {path} not found: run notebooks/01_data.ipynb (or `toolrl data "
+                f"prepare`) first, or point data.train_files/val_files at Example JSONL files"
+            )
+        examples.extend(read_jsonl(path))
+    if shuffle:
+        random.Random(seed).shuffle(examples)
+    return examples[:limit] if limit is not None else examples
+
+
+def prompt_length(tokenizer: Any, prompt: str) -> int:
+    return len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
+
+
+def grpo_rows(
+    examples: Iterable[Example],
+    adapter: Any,
+    tokenizer: Any,
+    max_prompt_tokens: int,
+    *,
+    enable_thinking: bool = False,
+    privileged: bool = False,
+    report: BuildReport | None = None,
+) -> list[dict[str, str]]:
+    """One GRPO row per example: ``prompt``, ``ground_truth``, ``tools``, ``example_id``
+    (and ``privileged`` for RLSD)."""
+    report = report if report is not None else BuildReport()
+    rows = []
+    for example in examples:
+        prompt = adapter.render_prompt(example, tokenizer, enable_thinking=enable_thinking)
+        if prompt_length(tokenizer, prompt) > max_prompt_tokens:
+            report.drop("prompt_too_long")
+            continue
+        row = {
+            "prompt": prompt,
+            "ground_truth": json.dumps(example.ground_truth, ensure_ascii=False),
+            "tools": json.dumps(example.tools, ensure_ascii=False),
+            "example_id": example.id,
+        }
+        if privileged:
+            row["privileged"] = adapter.render_completion(example.ground_truth)
+        rows.append(row)
+        report.kept += 1
+    return rows
+
+
+def priming_rows(
+    examples: Iterable[Example], adapter: Any, tokenizer: Any, max_length: int,
+    *, enable_thinking: bool = False, report: BuildReport | None = None,
+) -> list[dict[str, str]]:
+    """Prompt/completion pairs for format-priming SFT: the ground truth in the family's format.
+
+    The end-of-turn token is added by TRL's SFTTrainer (it appends ``eos_token``)."""
+    report = report if report is not None else BuildReport()
+    rows = []
+    for example in examples:
+        prompt = adapter.render_prompt(example, tokenizer, enable_thinking=enable_thinking)
+        completion = adapter.render_completion(example.ground_truth)
+        if prompt_length(tokenizer, prompt + completion) + 1 > max_length:
+            report.drop("too_long")
+            continue
+        rows.append({"prompt": prompt, "completion": completion})
+        report.kept += 1
+    return rows
+
+
+def to_dataset(rows: list[dict[str, str]]) -> Any:
+    """Rows -> ``datasets.Dataset`` (an empty list is an error: nothing to train on)."""
+    from datasets import Dataset
+
+    if not rows:
+        raise ValueError("no training rows left (all examples were dropped or none were given)")
+    return Dataset.from_list(rows)

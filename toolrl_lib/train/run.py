@@ -1,0 +1,402 @@
+"""One GRPO run, end to end: config -> (priming) -> (filtering) -> GRPO -> best/ + last/.
+
+The run directory is the contract with merge (D), evaluation (E) and RLSD (F):
+
+    config.yaml        the resolved RunConfig
+    run_info.json      base_model (what the adapter sits on), model_name, family, backend, seed, primed
+    data_report.json   examples kept/dropped on the way into the dataset (and the filter report)
+    metrics.csv        one row per logging step
+    validation.csv     mean@k rows: stage base/primed (before), grpo (periodic), final (saved last/)
+    checkpoints/       resumable HF Trainer checkpoints (optimizer, scheduler, RNG, data position)
+    primed_model/      the merged primed model, when priming is on
+    best/ last/        PEFT adapter folders (+ tokenizer)
+    tensorboard/       TensorBoard event files
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from toolrl_lib.train.config import RunConfig, save_run_config, validate
+
+
+class TrainingStopped(RuntimeError):
+    """The run stopped early (OOM, NaN loss); the message says why and how to go on."""
+
+
+@dataclass
+class RunPaths:
+    root: Path
+
+    def __getattr__(self, name: str) -> Path:  # e.g. paths.metrics
+        table = {
+            "config": "config.yaml", "run_info": "run_info.json", "data_report": "data_report.json",
+            "metrics": "metrics.csv", "validation": "validation.csv", "checkpoints": "checkpoints",
+            "primed_model": "primed_model", "best": "best", "last": "last",
+            "tensorboard": "tensorboard",
+        }
+        if name not in table:
+            raise AttributeError(name)
+        return self.root / table[name]
+
+
+def latest_checkpoint(folder: str | Path) -> Path | None:
+    """The newest complete ``checkpoint-<step>`` (one with trainer_state.json), or None."""
+    folder = Path(folder)
+    done = [p for p in folder.glob("checkpoint-*") if (p / "trainer_state.json").is_file()]
+    done = [p for p in done if p.name.split("-")[-1].isdigit()]
+    return max(done, key=lambda p: int(p.name.split("-")[-1])) if done else None
+
+
+def checkpoint_step(path: Path) -> int:
+    return int(path.name.split("-")[-1])
+
+
+def resolve_family(config: RunConfig, tokenizer: Any) -> str:
+    if config.model.family != "auto":
+        return config.model.family
+    from toolrl_lib.prompts import detect_family
+
+    return detect_family(tokenizer)
+
+
+def grpo_loss_kwargs(config: RunConfig) -> dict[str, Any]:
+    """Map our loss names to GRPOConfig fields (GSPO = sequence-level importance sampling)."""
+    g = config.grpo
+    if g.loss_type == "gspo":
+        return {"loss_type": "grpo", "importance_sampling_level": "sequence"}
+    if g.loss_type == "rlsd":
+        return {"loss_type": config.rlsd.base_loss_type, "importance_sampling_level": "token"}
+    return {"loss_type": g.loss_type, "importance_sampling_level": "token"}
+
+
+def grpo_args(config: RunConfig, paths: RunPaths, device: str) -> Any:
+    from trl import GRPOConfig
+
+    from toolrl_lib.train.priming import precision_kwargs
+
+    g, log = config.grpo, config.logging
+    report_to = []
+    if log.wandb == "auto" and os.environ.get("WANDB_API_KEY"):
+        import importlib.util
+
+        if importlib.util.find_spec("wandb") is not None:
+            report_to.append("wandb")
+            os.environ.setdefault("WANDB_PROJECT", log.wandb_project)
+        else:
+            print("WANDB_API_KEY is set but wandb is not installed: W&B logging skipped")
+    extra = {} if g.generation_batch_size is None else {"generation_batch_size": g.generation_batch_size}
+    return GRPOConfig(
+        output_dir=str(paths.checkpoints), run_name=config.name, seed=config.seed,
+        per_device_train_batch_size=g.per_device_train_batch_size,
+        gradient_accumulation_steps=g.gradient_accumulation_steps,
+        num_generations=g.num_generations, max_completion_length=g.max_completion_length,
+        temperature=g.temperature, top_p=g.top_p, beta=g.beta, epsilon=g.epsilon,
+        epsilon_high=g.epsilon_high, scale_rewards=g.scale_rewards,
+        num_iterations=g.num_iterations, mask_truncated_completions=g.mask_truncated_completions,
+        learning_rate=g.learning_rate, lr_scheduler_type=g.lr_scheduler_type,
+        warmup_steps=g.warmup_steps, weight_decay=g.weight_decay, max_grad_norm=g.max_grad_norm,
+        max_steps=g.max_steps, num_train_epochs=g.num_train_epochs,
+        gradient_checkpointing=g.gradient_checkpointing,
+        logging_steps=log.logging_steps, save_strategy="steps",
+        save_steps=config.checkpoint.save_steps, save_total_limit=config.checkpoint.save_total_limit,
+        report_to=report_to, disable_tqdm=not log.progress_bar, log_completions=log.log_completions,
+        **grpo_loss_kwargs(config), **extra, **precision_kwargs(device, config.model.dtype),
+    )
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+
+
+def save_adapter(model: Any, tokenizer: Any, folder: Path) -> Path:
+    """Save a PEFT adapter + tokenizer atomically (a crash never leaves half a folder)."""
+    staging = folder.parent / (folder.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    model.save_pretrained(str(staging))
+    tokenizer.save_pretrained(str(staging))
+    shutil.rmtree(folder, ignore_errors=True)
+    staging.rename(folder)
+    return folder
+
+
+def validation_scores(
+    config: RunConfig, model: Any, tokenizer: Any, examples: list[Any], family: str
+) -> dict[str, float]:
+    from toolrl_lib.evaluate.mean_at_k import mean_at_k
+
+    v = config.validation
+    result = mean_at_k(
+        model, tokenizer, examples, family, k=v.k, schemes=tuple(v.schemes),
+        max_new_tokens=v.max_new_tokens, temperature=v.temperature, top_p=v.top_p,
+        batch_size=v.batch_size, seed=config.seed,
+    )
+    scores = dict(result.scores)
+    for name in ("valid_rate", "call_rate"):
+        values = [row[name] for row in result.per_example if name in row]
+        if values:
+            scores[name] = sum(values) / len(values)
+    return scores
+
+
+def evaluate_saved(
+    config: RunConfig, model_path: str, adapter_dir: Path | None, examples: list[Any], family: str,
+    device: str,
+) -> dict[str, float]:
+    """mean@k of a model loaded fresh from disk (base, or base + saved adapter)."""
+    from toolrl_lib.models import load_model, load_tokenizer
+    from toolrl_lib.train.backend import load_adapter_model
+    from toolrl_lib.train.callbacks import forked_rng
+
+    tokenizer = load_tokenizer(model_path)
+    if adapter_dir is None:
+        model = load_model(model_path, dtype=config.model.dtype, device=device)
+    else:
+        model = load_adapter_model(model_path, str(adapter_dir), config.model.dtype, device)
+    model.eval()
+    with forked_rng():
+        scores = validation_scores(config, model, tokenizer, examples, family)
+    del model
+    return scores
+
+
+def train(
+    config: RunConfig, out_dir: str | Path, resume: bool = False, callbacks: list[Any] | None = None,
+    reward_funcs: list[Any] | None = None,
+) -> Path:
+    """Run priming (optional), filtering (optional) and GRPO; return the run directory.
+
+    ``resume=True`` continues from the newest checkpoint in ``<out_dir>/checkpoints``
+    (optimizer, scheduler, RNG and data position restored by the HF Trainer).
+    ``callbacks`` are extra ``TrainerCallback`` objects (tests use one to pause the run);
+    ``reward_funcs`` replace the configured rewards (TRL signature; for experiments/tests).
+    """
+    from toolrl_lib.paths import resolve
+    from toolrl_lib.train.backend import resolve_backend, resolve_device
+
+    validate(config)
+    paths = RunPaths(resolve(out_dir))
+    device = resolve_device(config.device)
+    backend = resolve_backend(config.backend, device)  # imports unsloth before trl
+    checkpoint = _prepare_run_dir(paths, resume)
+    save_run_config(config, paths.config)
+    return _train(config, paths, device, backend, checkpoint, list(callbacks or []), reward_funcs)
+
+
+def _prepare_run_dir(paths: RunPaths, resume: bool) -> Path | None:
+    if resume:
+        checkpoint = latest_checkpoint(paths.checkpoints)
+        if checkpoint is None:
+            raise FileNotFoundError(
+                f"--resume: no complete checkpoint under {paths.checkpoints}; start the run without --resume"
+            )
+        return checkpoint
+    if latest_checkpoint(paths.checkpoints) is not None or paths.last.exists():
+        raise ValueError(
+            f"{paths.root} already holds a run (checkpoints or last/); pass --resume to continue it "
+            f"or choose another --out"
+        )
+    paths.root.mkdir(parents=True, exist_ok=True)
+    return None
+
+
+def _train(
+    config: RunConfig, paths: RunPaths, device: str, backend: str, checkpoint: Path | None,
+    extra_callbacks: list[Any], reward_funcs: list[Any] | None = None,
+) -> Path:
+    from toolrl_lib.models import load_tokenizer, resolve_model
+    from toolrl_lib.train import callbacks as cb
+    from toolrl_lib.train.dataset import BuildReport, grpo_rows, load_examples, to_dataset
+    from toolrl_lib.train.priming import is_primed, prime
+
+    start_model = resolve_model(config.model.name)
+    family = resolve_family(config, load_tokenizer(start_model))
+    train_examples = load_examples(config.data.train_files, config.data.max_train_examples,
+                                   seed=config.seed, shuffle=True)
+    v = config.validation
+    val_examples = load_examples(config.data.val_files)[: v.num_examples] if v.enabled else []
+    if v.enabled and not val_examples:
+        raise ValueError(f"validation is enabled but {config.data.val_files} hold no examples")
+    resumed_step = checkpoint_step(checkpoint) if checkpoint else 0
+    metric_rows = cb.trim_rows(paths.metrics, resumed_step) if checkpoint else []
+    val_rows = cb.trim_rows(paths.validation, resumed_step) if checkpoint else []
+    val_log = cb.ValidationCallback(lambda m: {}, paths.validation, 0, "", lambda *a: None, val_rows)
+
+    if v.enabled and v.before_training and checkpoint is None:
+        print(f"validation mean@{v.k} of the start model on {len(val_examples)} examples ...")
+        t0 = time.perf_counter()
+        scores = evaluate_saved(config, start_model, None, val_examples, family, device)
+        val_log.record(0, "base", scores, time.perf_counter() - t0)
+        print(f"  base: {_fmt(scores)}")
+
+    base_model = start_model
+    if config.priming.enabled:
+        if not is_primed(paths.primed_model):
+            print(f"format priming: {config.priming.max_steps} SFT steps on "
+                  f"{min(config.priming.num_examples, len(train_examples))} examples ...")
+            prime(config, start_model, train_examples, family, paths.primed_model, device)
+        base_model = str(paths.primed_model)
+        if v.enabled and v.before_training and checkpoint is None:
+            t0 = time.perf_counter()
+            scores = evaluate_saved(config, base_model, None, val_examples, family, device)
+            val_log.record(0, "primed", scores, time.perf_counter() - t0)
+            print(f"  primed: {_fmt(scores)}")
+
+    write_json(paths.run_info, {
+        "base_model": base_model, "model_name": config.model.name, "family": family,
+        "backend": backend, "seed": config.seed, "primed": config.priming.enabled,
+    })
+    train_examples, report = _filtered(config, paths, base_model, train_examples, family, device,
+                                       resumed=checkpoint is not None)
+
+    from toolrl_lib.prompts import get_adapter
+    from toolrl_lib.train.backend import load_policy
+
+    model, tokenizer = load_policy(config, base_model, backend, device)
+    build = BuildReport()
+    rows = grpo_rows(train_examples, get_adapter(family), tokenizer, config.data.max_prompt_tokens,
+                     enable_thinking=config.model.enable_thinking,
+                     privileged=config.grpo.loss_type == "rlsd", report=build)
+    write_json(paths.data_report, {"grpo_dataset": build.to_dict(), "filtering": report})
+    dataset = to_dataset(rows)
+
+    metrics_cb = cb.MetricsCSVCallback(paths.metrics, metric_rows)
+    nan_cb = cb.NaNStopCallback()
+    all_callbacks = [metrics_cb, nan_cb, *extra_callbacks]
+    if config.logging.tensorboard:
+        all_callbacks.append(_tensorboard_callback(paths.tensorboard))
+    best_key = f"{v.best_scheme}_mean@{v.k}"
+    if v.enabled:
+        val_cb = cb.ValidationCallback(
+            evaluate=lambda m: validation_scores(config, m, tokenizer, val_examples, family),
+            csv_path=paths.validation, every_steps=v.every_steps, best_key=best_key,
+            save_best=lambda m, step, s: save_adapter(m, tokenizer, paths.best),
+            start_rows=val_log.rows,
+        )
+        val_cb.best = max([r[best_key] for r in val_log.rows
+                           if r.get("stage") in ("grpo", "final") and best_key in r] or [-math.inf])
+        all_callbacks.append(val_cb)
+
+    trainer = _make_trainer(config, family, model, tokenizer, dataset, paths, device, all_callbacks,
+                            reward_funcs)
+    print(f"GRPO ({config.grpo.loss_type}, backend {backend}, {device}): {len(dataset)} prompts"
+          + (f", resuming from {checkpoint.name}" if checkpoint else ""))
+    _run_trainer(trainer, checkpoint, paths)
+    if nan_cb.bad_step is not None:
+        raise TrainingStopped(
+            f"loss became NaN/inf at step {nan_cb.bad_step}; training stopped without saving that "
+            f"step. Lower grpo.learning_rate or max_grad_norm, then --resume from "
+            f"{latest_checkpoint(paths.checkpoints) or 'the start'}"
+        )
+    save_adapter(trainer.model, tokenizer, paths.last)
+    step = trainer.state.global_step
+    del trainer, model
+    if v.enabled:
+        t0 = time.perf_counter()
+        scores = evaluate_saved(config, base_model, paths.last, val_examples, family, device)
+        val_cb.record(step, "final", scores, time.perf_counter() - t0)
+        print(f"  final (saved last/): {_fmt(scores)}")
+        if scores.get(best_key, -math.inf) >= val_cb.best or not paths.best.exists():
+            _copy_dir(paths.last, paths.best)
+    else:
+        _copy_dir(paths.last, paths.best)
+    return paths.root
+
+
+def _filtered(
+    config: RunConfig, paths: RunPaths, model_path: str, examples: list[Any], family: str,
+    device: str, resumed: bool,
+) -> tuple[list[Any], dict[str, Any] | None]:
+    """Apply difficulty filtering (reusing the saved decision when resuming)."""
+    f = config.filtering
+    if not f.enabled:
+        return examples, None
+    from toolrl_lib.train.filtering import pass_rates, split_by_pass_rate
+
+    saved = paths.root / "filtering.json"
+    if resumed and saved.is_file():
+        rates = json.loads(saved.read_text(encoding="utf-8"))["pass_rates"]
+    else:
+        from toolrl_lib.models import load_model, load_tokenizer
+        from toolrl_lib.train.callbacks import forked_rng
+
+        print(f"difficulty filter: {f.k} samples for each of {len(examples)} prompts ...")
+        model = load_model(model_path, dtype=config.model.dtype, device=device)
+        with forked_rng():
+            rates = pass_rates(model, load_tokenizer(model_path), examples, family, k=f.k,
+                               max_new_tokens=f.max_new_tokens, temperature=f.temperature,
+                               batch_size=f.batch_size, seed=config.seed,
+                               threshold=f.solved_threshold, progress=config.logging.progress_bar)
+        del model
+    kept, report = split_by_pass_rate(examples, rates, drop_always=f.drop_always_solved,
+                                      drop_never=f.drop_never_solved)
+    write_json(saved, report.to_dict())
+    print(report.summary())
+    if not kept:
+        raise ValueError(f"{report.summary()}: nothing left to train on; disable filtering or "
+                         "relax filtering.drop_never_solved / drop_always_solved")
+    summary = report.to_dict()
+    summary.pop("pass_rates")
+    return kept, summary
+
+
+def _make_trainer(config, family, model, tokenizer, dataset, paths, device, callbacks,
+                  reward_funcs=None) -> Any:
+    from toolrl_lib.rewards import make_reward_funcs
+    from toolrl_lib.train.priming import ensure_logprob_kernel
+
+    ensure_logprob_kernel()
+    args = grpo_args(config, paths, device)
+    if reward_funcs is None:
+        reward_funcs = make_reward_funcs(config.reward.scheme, family, config.reward.weights)
+    kwargs = dict(model=model, reward_funcs=reward_funcs, args=args, train_dataset=dataset,
+                  processing_class=tokenizer, callbacks=callbacks)
+    if config.grpo.loss_type == "rlsd":
+        from toolrl_lib.train.rlsd import RLSDGRPOTrainer
+
+        return RLSDGRPOTrainer(rlsd=config.rlsd, **kwargs)
+    from trl import GRPOTrainer
+
+    return GRPOTrainer(**kwargs)
+
+
+def _run_trainer(trainer: Any, checkpoint: Path | None, paths: RunPaths) -> None:
+    import torch
+
+    try:
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    except torch.cuda.OutOfMemoryError as error:
+        raise TrainingStopped(
+            f"CUDA out of memory at step {trainer.state.global_step}: lower "
+            f"grpo.per_device_train_batch_size (raise gradient_accumulation_steps to keep the "
+            f"effective batch), grpo.num_generations or grpo.max_completion_length, or turn on "
+            f"grpo.gradient_checkpointing; then --resume from "
+            f"{latest_checkpoint(paths.checkpoints) or 'the start'}"
+        ) from error
+
+
+def _tensorboard_callback(folder: Path) -> Any:
+    from torch.utils.tensorboard import SummaryWriter
+    from transformers.integrations import TensorBoardCallback
+
+    folder.mkdir(parents=True, exist_ok=True)
+    return TensorBoardCallback(tb_writer=SummaryWriter(log_dir=str(folder)))
+
+
+def _copy_dir(src: Path, dst: Path) -> None:
+    staging = dst.parent / (dst.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(src, staging)
+    shutil.rmtree(dst, ignore_errors=True)
+    staging.rename(dst)
+
+
+def _fmt(scores: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:.3f}" for k, v in scores.items())
