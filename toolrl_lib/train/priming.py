@@ -5,7 +5,7 @@ scores the same and the advantage is zero. A few dozen supervised steps on the f
 call format fix that cheaply; GRPO then starts from ``<run>/primed_model/``.
 
 TRL 1.15's trainers compute log-probs with a Triton kernel (CUDA only); on CPU we install
-the pure-PyTorch stand-in from ``rlsd_cpu_fallback`` first.
+the pure-PyTorch stand-in from ``cpu_logprob`` first.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def precision_kwargs(device: str, dtype: str) -> dict[str, Any]:
 def ensure_logprob_kernel() -> None:
     """TRL 1.15 computes SFT/GRPO log-probs with a Triton kernel; CPU wheels lack Triton, so
     install the pure-PyTorch stand-in there (a no-op where the kernel exists)."""
-    from toolrl_lib.train.rlsd_cpu_fallback import install_cpu_logprob_fallback
+    from toolrl_lib.train.cpu_logprob import install_cpu_logprob_fallback
 
     install_cpu_logprob_fallback()
 

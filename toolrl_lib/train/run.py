@@ -120,7 +120,8 @@ def save_adapter(model: Any, tokenizer: Any, folder: Path) -> Path:
     """Save a PEFT adapter + tokenizer atomically (a crash never leaves half a folder)."""
     staging = folder.parent / (folder.name + ".tmp")
     shutil.rmtree(staging, ignore_errors=True)
-    model.save_pretrained(str(staging))
+    # Only the policy adapter: RLSD-TR keeps its teacher as a second adapter on the same model.
+    model.save_pretrained(str(staging), selected_adapters=["default"])
     tokenizer.save_pretrained(str(staging))
     shutil.rmtree(folder, ignore_errors=True)
     staging.rename(folder)

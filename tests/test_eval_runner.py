@@ -1,0 +1,90 @@
+"""evaluate_bfcl with a tiny random model: result files, resumable generation, CLI refusals."""
+
+import json
+
+import pytest
+
+from toolrl_lib.cli import main
+from toolrl_lib.evaluate import backends, runner
+from toolrl_lib.evaluate import bfcl_results as results
+from toolrl_lib.models import make_tiny_model
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tiny")
+    make_tiny_model(folder)
+    return str(folder)
+
+
+def test_generation_is_resumable(tiny_dir, tmp_path, monkeypatch):
+    kwargs = dict(family="hermes", categories="simple_python,irrelevance", max_new_tokens=3,
+                  run_scorer=False, label="tiny")
+    first = runner.evaluate_bfcl(tiny_dir, tmp_path, limit=2, **kwargs)
+    assert first.timings["generated"] == 4
+    rows = results.read_results(runner.generations_file(tmp_path, "simple_python"))
+    assert sorted(r["id"] for r in rows) == ["simple_python_0", "simple_python_1"]
+    assert set(rows[0]) >= {"id", "result", "raw", "format_valid", "n_calls"}
+    more = runner.evaluate_bfcl(tiny_dir, tmp_path, limit=3, **kwargs)
+    assert more.timings["generated"] == 2  # only the new third entry of each category
+    result_rows = results.read_results(results.result_file(tmp_path, "tiny", "irrelevance"))
+    assert len(result_rows) == 3
+
+    def no_loading(*args, **kw):
+        raise AssertionError("nothing left to generate: the model must not be loaded")
+
+    monkeypatch.setattr(backends, "load_for_eval", no_loading)
+    again = runner.evaluate_bfcl(tiny_dir, tmp_path, limit=3, **kwargs)
+    assert again.timings["generated"] == 0
+    # a smaller limit re-scores a subset without losing the cached generations
+    runner.evaluate_bfcl(tiny_dir, tmp_path, limit=1, **kwargs)
+    assert len(results.read_results(results.result_file(tmp_path, "tiny", "irrelevance"))) == 1
+    assert len(results.read_results(runner.generations_file(tmp_path, "irrelevance"))) == 3
+    info = json.loads((tmp_path / "run.json").read_text())
+    assert info["family"] == "hermes" and info["categories"] == ["simple_python", "irrelevance"]
+
+
+def test_backend_choice():
+    assert backends.pick_backend("hf") == "hf"
+    assert backends.pick_backend("auto") in ("hf", "vllm")
+    with pytest.raises(ValueError):
+        backends.pick_backend("tgi")
+
+
+def test_cli_refuses_unknown_category_at_once(capsys):
+    assert main(["eval", "bfcl", "--model", "/nonexistent/model", "--categories", "simple_python,bogus"]) == 2
+    assert "bogus" in capsys.readouterr().err
+
+
+def test_cli_compare_needs_finished_dirs(tmp_path, capsys):
+    assert main(["eval", "compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 2
+    assert "entries.csv" in capsys.readouterr().err
+
+
+def test_adapter_folder_is_merged_in_memory(tiny_dir, tmp_path):
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from toolrl_lib.generation import generate
+    from toolrl_lib.models import load_model, load_tokenizer
+
+    run = tmp_path / "run"
+    base = load_model(tiny_dir, device="cpu")
+    peft_model = get_peft_model(base, LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    peft_model.save_pretrained(run / "best")
+    load_tokenizer(tiny_dir).save_pretrained(run / "best")
+    (run / "run_info.json").write_text(json.dumps({"base_model": tiny_dir, "family": "hermes"}))
+    assert backends.adapter_base(str(run / "best")) == tiny_dir
+    assert backends.adapter_base(tiny_dir) is None
+    loaded = backends.load_for_eval(str(run / "best"), backend="hf", max_new_tokens=5, dtype="fp32")
+    with torch.no_grad():
+        expected = generate(peft_model.merge_and_unload(), loaded.tokenizer, ["hello"], max_new_tokens=5)[0][0]
+    assert loaded.complete(["hello"]) == [expected]
+
+
+def test_changed_settings_move_the_cache_aside(tiny_dir, tmp_path):
+    kwargs = dict(family="hermes", categories="irrelevance", limit=1, run_scorer=False, label="t")
+    runner.evaluate_bfcl(tiny_dir, tmp_path, max_new_tokens=2, **kwargs)
+    again = runner.evaluate_bfcl(tiny_dir, tmp_path, max_new_tokens=3, **kwargs)
+    assert again.timings["generated"] == 1  # regenerated under the new settings
+    assert (tmp_path / "generations.stale-1" / "irrelevance.jsonl").is_file()  # old ones kept

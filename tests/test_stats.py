@@ -1,0 +1,63 @@
+"""Paired bootstrap and exact McNemar against hand-computed small cases."""
+
+import math
+
+import numpy as np
+import pytest
+
+from toolrl_lib.evaluate.stats import bootstrap_ci, mcnemar_exact, mcnemar_p, paired_bootstrap
+
+
+def test_mcnemar_hand_computed():
+    # n = 5 discordant, all favour B: p = 2 * (1/2)^5 = 0.0625
+    assert mcnemar_p(0, 5) == pytest.approx(0.0625)
+    # n = 5, split 1/4: p = 2 * (C(5,0) + C(5,1)) / 32 = 12/32
+    assert mcnemar_p(1, 4) == pytest.approx(0.375)
+    assert mcnemar_p(4, 1) == pytest.approx(0.375)
+    # n = 10, split 1/9: 2 * (1 + 10) / 1024
+    assert mcnemar_p(1, 9) == pytest.approx(22 / 1024)
+    # balanced and empty cases: no evidence at all
+    assert mcnemar_p(3, 3) == 1.0
+    assert mcnemar_p(0, 0) == 1.0
+
+
+def test_mcnemar_counts_discordant_pairs_only():
+    a = [1, 1, 0, 0, 1, 0]
+    b = [1, 0, 1, 1, 1, 0]
+    test = mcnemar_exact(a, b)
+    assert (test.a_only, test.b_only) == (1, 2)
+    assert test.p_value == pytest.approx(mcnemar_p(1, 2))  # = 2 * (1 + 3) / 8 -> capped 1
+    assert test.p_value == 1.0
+
+
+def test_paired_bootstrap_degenerate_cases():
+    same = paired_bootstrap([1, 0, 1, 0], [1, 0, 1, 0])
+    assert (same.diff, same.ci_low, same.ci_high) == (0.0, 0.0, 0.0)
+    better = paired_bootstrap([0, 0, 0], [1, 1, 1])
+    assert (better.diff, better.ci_low, better.ci_high) == (1.0, 1.0, 1.0)
+    assert (better.acc_a, better.acc_b, better.n) == (0.0, 1.0, 3)
+
+
+def test_paired_bootstrap_interval_brackets_the_difference():
+    rng = np.random.default_rng(1)
+    a = rng.integers(0, 2, 200)
+    b = a.copy()
+    b[:30] = 1  # B fixes some of A's failures, never breaks one
+    result = paired_bootstrap(a, b, n_boot=4000, seed=3)
+    assert result.diff == pytest.approx(b.mean() - a.mean())
+    assert result.ci_low <= result.diff <= result.ci_high
+    assert result.ci_low >= 0.0  # a paired design sees that B is never worse
+    # reproducible with the same seed
+    assert paired_bootstrap(a, b, n_boot=4000, seed=3) == result
+
+
+def test_bootstrap_ci_and_validation():
+    lo, hi = bootstrap_ci([1, 1, 1, 1])
+    assert (lo, hi) == (1.0, 1.0)
+    lo, hi = bootstrap_ci([0, 1] * 50, seed=0)
+    assert lo < 0.5 < hi
+    assert all(math.isnan(v) for v in bootstrap_ci([]))
+    with pytest.raises(ValueError):
+        paired_bootstrap([1, 0], [1])
+    with pytest.raises(ValueError):
+        mcnemar_exact([2, 0], [1, 0])

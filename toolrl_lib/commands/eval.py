@@ -1,0 +1,151 @@
+"""``toolrl eval bfcl|compare|replay|setup|mean-at-k``: BFCL v4 with its official scorer."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("eval", help="evaluate models (BFCL v4 official scorer, mean@k)")
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    bfcl = sub.add_parser("bfcl", help="generate on BFCL v4 single-turn categories and score officially")
+    bfcl.add_argument("--model", required=True, help="'embedded', a model folder or a hub id")
+    bfcl.add_argument("--format", dest="family", help="prompt family (qwen3|hermes|llama3|mistral); default: detected")
+    bfcl.add_argument("--categories", default="all", help="comma list, or all / non_live / live")
+    bfcl.add_argument("--limit", type=int, help="first N entries per category (default: all)")
+    bfcl.add_argument("--out", help="evaluation folder (default: runs/bfcl/<model name>)")
+    bfcl.add_argument("--label", help="model name in tables (default: from --model)")
+    bfcl.add_argument("--max-new-tokens", type=int, default=256)
+    bfcl.add_argument("--batch-size", type=int, default=16)
+    bfcl.add_argument("--backend", default="auto", choices=("auto", "hf", "vllm"))
+    bfcl.add_argument("--dtype", default="auto")
+    bfcl.add_argument("--no-score", action="store_true", help="only generate (score later)")
+    bfcl.set_defaults(handler=_bfcl)
+
+    compare = sub.add_parser("compare", help="paired comparison of two `eval bfcl` folders (B - A)")
+    compare.add_argument("dir_a")
+    compare.add_argument("dir_b")
+    compare.add_argument("--csv", help="also write the table here")
+    compare.set_defaults(handler=_compare)
+
+    replay = sub.add_parser("replay", help="score BFCL's own ground truth (pipeline sanity check)")
+    replay.add_argument("--out", default="runs/bfcl/groundtruth")
+    replay.add_argument("--categories", default="all")
+    replay.set_defaults(handler=_replay)
+
+    setup = sub.add_parser("setup", help="create the scorer venv (.bfcl-venv or $TOOLRL_BFCL_VENV)")
+    setup.set_defaults(handler=_setup)
+
+    mean = sub.add_parser("mean-at-k", help="mean@k of our rewards on a JSONL split")
+    mean.add_argument("--model", required=True)
+    mean.add_argument("--data", required=True, help="Example JSONL (e.g. data/processed/smoke/val.jsonl)")
+    mean.add_argument("--format", dest="family")
+    mean.add_argument("--k", type=int, default=4)
+    mean.add_argument("--limit", type=int)
+    mean.add_argument("--max-new-tokens", type=int, default=128)
+    mean.add_argument("--temperature", type=float, default=1.0)
+    mean.add_argument("--seed", type=int, default=0)
+    mean.set_defaults(handler=_mean_at_k)
+
+
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and limit < 1:
+        raise ValueError(f"--limit must be >= 1, got {limit}")
+
+
+def _bfcl(args: argparse.Namespace) -> int:
+    from toolrl_lib.evaluate.bfcl_results import bfcl_model_name
+    from toolrl_lib.evaluate.runner import evaluate_bfcl, parse_categories
+    from toolrl_lib.paths import resolve
+
+    categories = parse_categories(args.categories)  # refuse unknown names before any loading
+    _check_limit(args.limit)
+    if args.family:
+        from toolrl_lib.prompts import get_adapter
+
+        get_adapter(args.family)
+    name = bfcl_model_name(args.label or Path(args.model).name or args.model)
+    out = resolve(args.out) if args.out else resolve(Path("runs/bfcl") / name)
+    run = evaluate_bfcl(
+        args.model, out, family=args.family, label=args.label, categories=categories,
+        limit=args.limit, max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
+        backend=args.backend, dtype=args.dtype, progress=True, run_scorer=not args.no_score,
+    )  # fmt: skip
+    _print_summary(run.summary, run.aggregates)
+    print(f"results: {out}")
+    return 0
+
+
+def _print_summary(summary: list[dict], aggregates: dict) -> None:
+    import pandas as pd
+
+    if not summary:
+        return
+    frame = pd.DataFrame(summary)[["category", "n", "accuracy", "call_rate", "valid_rate"]]
+    print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    for key in ("non_live_ast", "live_ast"):
+        value = aggregates.get(key)
+        print(f"{key}: {'n/a (not all parts run)' if value is None else f'{value:.4f}'}")
+    if aggregates.get("partial"):
+        print("note: --limit was used; aggregates are subset estimates")
+    print(aggregates.get("note", ""))
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from toolrl_lib.evaluate.analysis import compare_dirs
+
+    table = compare_dirs(args.dir_a, args.dir_b)
+    print(f"A = {args.dir_a}\nB = {args.dir_b}")
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from toolrl_lib.evaluate.replay import KNOWN_GT_DEFECTS, replay_ground_truth
+    from toolrl_lib.evaluate.runner import parse_categories
+    from toolrl_lib.paths import resolve
+
+    scores = replay_ground_truth(resolve(args.out), parse_categories(args.categories))
+    unexpected = []
+    for category, s in scores.items():
+        print(f"{category:24s} {s.correct:5d}/{s.total:<5d} {s.accuracy:.4f}")
+        unexpected += [f["id"] for f in s.failures if f["id"] not in KNOWN_GT_DEFECTS]
+    if unexpected:
+        print(f"unexpected failures: {unexpected[:10]}")
+        return 1
+    return 0
+
+
+def _setup(args: argparse.Namespace) -> int:
+    from toolrl_lib.evaluate.bfcl_venv import ensure_bfcl_venv
+
+    print(ensure_bfcl_venv(verbose=True))
+    return 0
+
+
+def _mean_at_k(args: argparse.Namespace) -> int:
+    from toolrl_lib.data.example import read_jsonl
+    from toolrl_lib.evaluate.mean_at_k import mean_at_k
+    from toolrl_lib.models import load_model, load_tokenizer
+    from toolrl_lib.paths import resolve
+    from toolrl_lib.prompts import detect_family
+
+    _check_limit(args.limit)
+    path = resolve(args.data)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found (notebook 01 / `toolrl data prepare` writes it)")
+    examples = list(read_jsonl(path))[: args.limit]
+    tokenizer = load_tokenizer(args.model)
+    model = load_model(args.model)
+    family = args.family or detect_family(tokenizer)
+    result = mean_at_k(
+        model, tokenizer, examples, family, k=args.k, max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature, seed=args.seed,
+    )  # fmt: skip
+    print(json.dumps({"family": family, "n_examples": result.n_examples, **result.scores}, indent=2))
+    return 0

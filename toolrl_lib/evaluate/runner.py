@@ -1,0 +1,226 @@
+"""Evaluate one model on BFCL v4 single-turn categories: generate -> result files -> score.
+
+Layout of an evaluation directory ``out``::
+
+    out/generations/<category>.jsonl    every completion made so far (the resume cache)
+    out/result/<name>/<group>/BFCL_v4_<category>_result.json   what BFCL scores (this request)
+    out/score/<name>/...                BFCL's own score files and CSVs (fresh each time)
+    out/entries.csv                     one row per (category, entry): correct, error_type, calls
+    out/summary.csv                     one row per category: accuracy, n, call/valid rates
+    out/run.json                        model, family, categories, limit, timings, aggregates
+
+Generation is resumable: ids already in ``generations/<category>.jsonl`` are skipped, and
+the model is only loaded when something is left to generate.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolrl_lib.data.bfcl import SCORED_SINGLE_TURN, load_bfcl_examples
+from toolrl_lib.evaluate import bfcl_results as results
+
+
+def parse_categories(spec: str | list[str] | tuple[str, ...] | None) -> list[str]:
+    """``"a,b"``/list -> validated single-turn categories; ``None``/``"all"`` -> all of them.
+
+    Group names ``non_live`` and ``live`` expand; anything unknown is refused, naming it.
+    """
+    from toolrl_lib.data.bfcl import LIVE, NON_LIVE
+
+    if spec is None or spec == "all" or spec == ["all"]:
+        return list(SCORED_SINGLE_TURN)
+    items = [s.strip() for s in spec.split(",")] if isinstance(spec, str) else list(spec)
+    out: list[str] = []
+    for item in items:
+        if not item:
+            continue
+        expanded = {"non_live": NON_LIVE, "live": LIVE, "single_turn": SCORED_SINGLE_TURN}.get(
+            item, (item,)
+        )
+        for category in expanded:
+            if category not in SCORED_SINGLE_TURN:
+                raise ValueError(
+                    f"unknown or unsupported BFCL category {category!r}; this evaluation "
+                    f"scores the single-turn categories: {', '.join(SCORED_SINGLE_TURN)}"
+                )
+            if category not in out:
+                out.append(category)
+    if not out:
+        raise ValueError("no BFCL category given")
+    return out
+
+
+@dataclass
+class BfclRun:
+    """What ``evaluate_bfcl`` produced (paths and headline numbers)."""
+
+    out_dir: str
+    model: str
+    name: str
+    family: str
+    categories: list[str]
+    limit: int | None
+    summary: list[dict[str, Any]] = field(default_factory=list)
+    aggregates: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def generations_file(out_dir: str | Path, category: str) -> Path:
+    return Path(out_dir) / "generations" / f"{category}.jsonl"
+
+
+def generate_category(
+    loader: Any,
+    out_dir: Path,
+    category: str,
+    family: str | None,
+    limit: int | None,
+    chunk: int = 64,
+    progress: bool = False,
+    state: dict[str, Any] | None = None,
+) -> int:
+    """Complete the entries of ``category`` not yet in the generations file; returns how many.
+
+    ``loader()`` returns a ``LoadedModel``; it is only called when work is left, and the
+    result is cached in ``state`` so several categories share one loaded model.
+    """
+    state = state if state is not None else {}
+    examples = load_bfcl_examples(category, limit=limit)
+    path = generations_file(out_dir, category)
+    done = results.done_ids(path)
+    todo = [ex for ex in examples if ex.id not in done]
+    if not todo:
+        return 0
+    if "model" not in state:
+        state["model"] = loader()
+    loaded = state["model"]
+    if family is None:
+        from toolrl_lib.prompts import detect_family
+
+        family = detect_family(loaded.tokenizer)
+    from toolrl_lib.prompts import get_adapter
+
+    adapter = get_adapter(family)
+    rendered = [(adapter.render_prompt(ex, loaded.tokenizer), ex) for ex in todo]
+    rendered.sort(key=lambda pair: len(pair[0]))  # similar lengths per batch: less padding
+    bar = _bar(len(todo), category, progress)
+    for start in range(0, len(rendered), chunk):
+        part = rendered[start : start + chunk]
+        texts = loaded.complete([prompt for prompt, _ in part])
+        rows = [
+            results.to_result_entry(ex.id, text, family)
+            for (_, ex), text in zip(part, texts, strict=True)
+        ]
+        results.append_results(path, rows)
+        if bar is not None:
+            bar.update(len(part))
+    if bar is not None:
+        bar.close()
+    return len(todo)
+
+
+def evaluate_bfcl(
+    model: str,
+    out_dir: str | Path,
+    *,
+    family: str | None = None,
+    label: str | None = None,
+    categories: str | list[str] | None = None,
+    limit: int | None = None,
+    max_new_tokens: int = 256,
+    batch_size: int = 16,
+    backend: str = "auto",
+    dtype: str = "auto",
+    progress: bool = False,
+    run_scorer: bool = True,
+) -> BfclRun:
+    """Generate (resumably), write BFCL result files, score them officially, tabulate."""
+    from toolrl_lib.evaluate.analysis import aggregates, entries_table, summary_table
+    from toolrl_lib.evaluate.backends import load_for_eval
+
+    cats = parse_categories(categories)
+    out = Path(out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    name = results.bfcl_model_name(label or Path(model).name or model)
+    state: dict[str, Any] = {}
+
+    def loader() -> Any:
+        return load_for_eval(
+            model, backend=backend, dtype=dtype, max_new_tokens=max_new_tokens, batch_size=batch_size
+        )
+
+    timings: dict[str, float] = {}
+    if family is None:
+        # Resolve it once up front so every category (and run.json) agrees.
+        from toolrl_lib.evaluate.backends import eval_tokenizer
+        from toolrl_lib.prompts import detect_family
+
+        family = detect_family(eval_tokenizer(model))
+    settings = {"model": str(model), "family": family, "max_new_tokens": max_new_tokens,
+                "dtype": dtype, "format": results.RESULT_FORMAT}  # fmt: skip
+    check_generation_settings(out, settings)
+    t0 = time.perf_counter()
+    generated = 0
+    for category in cats:
+        generated += generate_category(loader, out, category, family, limit, progress=progress, state=state)
+    timings["generate_s"] = time.perf_counter() - t0
+    timings["generated"] = generated
+
+    wanted = {c: [ex.id for ex in load_bfcl_examples(c, limit=limit)] for c in cats}
+    for category in cats:
+        rows = {r["id"]: r for r in results.read_results(generations_file(out, category))}
+        missing = [i for i in wanted[category] if i not in rows]
+        if missing:
+            raise RuntimeError(f"{category}: {len(missing)} entries were not generated, e.g. {missing[0]}")
+        results.write_results(
+            results.result_file(out, name, category), (rows[i] for i in wanted[category])
+        )
+    run = BfclRun(str(out), model, name, family, cats, limit, timings=timings)
+    if run_scorer:
+        from toolrl_lib.evaluate.scorer import score
+
+        t1 = time.perf_counter()
+        scores = score(out, name, cats)
+        timings["score_s"] = time.perf_counter() - t1
+        entries = entries_table(out, name, cats, scores, label=label or name)
+        entries.to_csv(out / "entries.csv", index=False)
+        summary = summary_table(entries)
+        summary.to_csv(out / "summary.csv", index=False)
+        run.summary = summary.to_dict(orient="records")
+        run.aggregates = aggregates(summary, full_categories=limit is None)
+    (out / "run.json").write_text(json.dumps(run.to_dict(), indent=2, default=str))
+    return run
+
+
+def check_generation_settings(out: Path, settings: dict[str, Any]) -> None:
+    """Cached generations are only reused under the same settings; otherwise they are moved
+    aside to ``generations.stale-<n>/`` (kept, not deleted) and generation starts fresh."""
+    path = out / "generation.json"
+    cache = out / "generations"
+    if path.is_file() and cache.is_dir():
+        previous = json.loads(path.read_text())
+        if previous != settings:
+            n = 1
+            while (out / f"generations.stale-{n}").exists():
+                n += 1
+            cache.rename(out / f"generations.stale-{n}")
+            print(f"generation settings changed ({previous} -> {settings}); "
+                  f"old generations kept in {out / f'generations.stale-{n}'}")
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(settings, indent=2))
+
+
+def _bar(total: int, category: str, enabled: bool) -> Any:
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=f"bfcl {category}", unit="entry")
