@@ -75,8 +75,8 @@ def run_mode(mode: str, a: argparse.Namespace, out_dir: Path) -> dict[str, Any]:
     from trl import GRPOConfig, GRPOTrainer
 
     from toolrl_lib.models import make_tiny_model
-    from toolrl_lib.train.rlsd import RLSDConfig, RLSDGRPOTrainer
     from toolrl_lib.train.cpu_logprob import install_cpu_logprob_fallback
+    from toolrl_lib.train.rlsd import RLSDConfig, RLSDGRPOTrainer
 
     install_cpu_logprob_fallback()
     cuda = torch.cuda.is_available() and not a.cpu

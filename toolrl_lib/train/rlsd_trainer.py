@@ -26,9 +26,9 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 from trl.models.utils import disable_gradient_checkpointing
 
+from toolrl_lib.train.cpu_logprob import install_cpu_logprob_fallback
 from toolrl_lib.train.rlsd import RLSDConfig, effective_lambda
 from toolrl_lib.train.rlsd_context import PrivilegedPrompter
-from toolrl_lib.train.cpu_logprob import install_cpu_logprob_fallback
 from toolrl_lib.train.rlsd_teacher import make_teacher
 from toolrl_lib.train.rlsd_weights import (
     finish_stats,
