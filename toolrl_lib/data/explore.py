@@ -14,6 +14,7 @@ from typing import Any
 
 from toolrl_lib.data.example import Example
 from toolrl_lib.paths import project_root
+from toolrl_lib.plotting import save_figure
 
 SOURCE_NAMES = ("synthetic", "xlam_sample", "toolace_sample", "bfcl_unused", "xlam", "toolace",
                 "parquet")
@@ -148,11 +149,4 @@ def plot_prompt_lengths(lengths_by_source: dict[str, list[int]], model: str, pat
 
 
 def _save(fig: Any, path: str | Path) -> Path:
-    import matplotlib.pyplot as plt
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

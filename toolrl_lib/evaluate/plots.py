@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from toolrl_lib.plotting import save_figure
+
 
 def _plt() -> Any:
     import matplotlib
@@ -80,9 +82,4 @@ def plot_errors(taxonomy: pd.DataFrame, path: str | Path) -> Path:
 
 
 def _save(fig: Any, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    _plt().close(fig)
-    return path
+    return save_figure(fig, path, dpi=120)

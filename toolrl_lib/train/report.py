@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from toolrl_lib.plotting import save_figure
+
 CURVES = (
     ("reward components", ("reward/format", "reward/name", "reward/args", "reward/reasoning", "reward")),
     ("zero-variance groups (fraction)", ("frac_reward_zero_std",)),
@@ -55,12 +57,7 @@ def plot_training_curves(metrics: Any, out_path: str | Path) -> Path:
         ax.set_xlabel("optimizer step")
         if ax.lines:
             ax.legend(fontsize=7)
-    fig.tight_layout()
-    out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_path, dpi=110)
-    plt.close(fig)
-    return out_path
+    return save_figure(fig, out_path)
 
 
 def plot_validation(validation: Any, out_path: str | Path) -> Path:
@@ -78,12 +75,7 @@ def plot_validation(validation: Any, out_path: str | Path) -> Path:
     ax.set_xticks([x + width * (len(keys) - 1) / 2 for x in range(len(labels))], labels, rotation=20)
     ax.set_title("validation mean@k by stage (stage@step)")
     ax.legend()
-    fig.tight_layout()
-    out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_path, dpi=110)
-    plt.close(fig)
-    return out_path
+    return save_figure(fig, out_path)
 
 
 def compare_completions(
