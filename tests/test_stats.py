@@ -61,3 +61,43 @@ def test_bootstrap_ci_and_validation():
         paired_bootstrap([1, 0], [1])
     with pytest.raises(ValueError):
         mcnemar_exact([2, 0], [1, 0])
+
+
+def _entries(model: str, outcomes: dict[str, list[int]]):
+    import pandas as pd
+
+    rows = [{"model": model, "category": c, "id": f"{c}_{i}", "correct": bool(v)}
+            for c, values in outcomes.items() for i, v in enumerate(values)]
+    return pd.DataFrame(rows)
+
+
+def test_compare_aggregate_weighs_categories_like_bfcl():
+    from toolrl_lib.evaluate.analysis import compare_aggregate
+
+    cats = ["simple_python", "simple_java", "simple_javascript", "multiple", "parallel",
+            "parallel_multiple"]
+    a = _entries("a", {c: [0, 0, 0, 0] for c in cats})
+    # B gets every simple_python entry right and nothing else: non-live AST = (1/3)/4
+    b = _entries("b", {c: [1, 1, 1, 1] if c == "simple_python" else [0, 0, 0, 0] for c in cats})
+    result = compare_aggregate(a, b, "non_live_ast", n_boot=500)
+    assert result["acc_a"] == 0.0
+    assert abs(result["diff"] - 1 / 12) < 1e-12
+    assert result["ci_low"] == result["ci_high"] == result["diff"]  # no variance to resample
+
+
+def test_compare_aggregate_interval_contains_difference_and_refuses_missing_parts():
+    import pytest
+
+    from toolrl_lib.evaluate.analysis import compare_aggregate
+
+    live = {"live_simple": [1, 0, 1, 0, 1, 1], "live_multiple": [0, 1, 0, 1, 0, 0, 1, 1],
+            "live_parallel": [1, 0], "live_parallel_multiple": [0, 1]}
+    better = {c: [1] * len(v) for c, v in live.items()}
+    result = compare_aggregate(_entries("a", live), _entries("b", better), "live_ast", n_boot=2000)
+    assert result["n"] == 18
+    assert abs(result["acc_a"] - 10 / 18) < 1e-12  # entry-weighted: pooled accuracy
+    assert result["ci_low"] <= result["diff"] <= result["ci_high"]
+    assert result["ci_low"] > 0  # B is never worse on any entry
+    partial = {c: v for c, v in live.items() if c != "live_parallel"}
+    with pytest.raises(ValueError, match="live_parallel"):
+        compare_aggregate(_entries("a", partial), _entries("b", better), "live_ast")

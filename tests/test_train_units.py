@@ -216,3 +216,43 @@ def test_report_before_after_and_plots(tmp_path):
     assert report.plot_validation(validation, tmp_path / "v.png").stat().st_size > 1000
     with pytest.raises(FileNotFoundError, match="notebook 03"):
         report.load_tables(tmp_path / "missing")
+
+
+def test_validation_subset_round_robins_over_kinds():
+    from toolrl_lib.data.example import Example
+    from toolrl_lib.train.dataset import validation_subset
+
+    def ex(i: int, kind: str) -> Example:
+        calls = [] if kind == "irrelevance" else [{"name": "f", "arguments": {}}]
+        return Example(id=f"e{i}", source="t", messages=[{"role": "user", "content": "q"}],
+                       tools=[{"name": "f", "description": "", "parameters": {"type": "object",
+                               "properties": {}}}], ground_truth=calls, kind=kind)
+
+    kinds = ["irrelevance"] * 2 + ["parallel"] * 5 + ["simple"] * 3
+    examples = [ex(i, k) for i, k in enumerate(kinds)]
+    picked = validation_subset(examples, 5)
+    assert [e.id for e in picked] == ["e0", "e2", "e7", "e1", "e3"]
+    assert [e.id for e in validation_subset(examples, 3, "first")] == ["e0", "e1", "e2"]
+    assert len(validation_subset(examples, 50)) == 10  # never more than there are
+
+
+def test_one_gpu_per_process_stops_data_parallel():
+    from types import SimpleNamespace
+
+    from toolrl_lib.train.priming import one_gpu_per_process
+
+    args = SimpleNamespace(world_size=1, n_gpu=2, _n_gpu=2)
+    assert one_gpu_per_process(args)._n_gpu == 1
+    launched = SimpleNamespace(world_size=2, n_gpu=1, _n_gpu=1)  # DDP rank: untouched
+    assert one_gpu_per_process(launched)._n_gpu == 1
+
+
+def test_training_arguments_honour_the_single_gpu_pin():
+    from transformers import TrainingArguments
+
+    from toolrl_lib.train.priming import one_gpu_per_process
+
+    args = TrainingArguments(output_dir="/tmp/unused", use_cpu=True, report_to=[])
+    _ = args.n_gpu  # devices are set up lazily; pretend two GPUs were found
+    args._n_gpu = 2
+    assert one_gpu_per_process(args).n_gpu == 1

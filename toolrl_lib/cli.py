@@ -48,4 +48,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the importable module's main: under `python -m` this file is __main__, and the
+    # CommandError that commands import from toolrl_lib.cli would be a different class.
+    from toolrl_lib.cli import main as package_main
+
+    sys.exit(package_main())

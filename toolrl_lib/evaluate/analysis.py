@@ -198,3 +198,49 @@ def wide(summary: pd.DataFrame, value: str = "accuracy") -> pd.DataFrame:
     """Category rows x model columns of one summary column (for display)."""
     order = list(dict.fromkeys(summary["category"]))
     return summary.pivot(index="category", columns="model", values=value).reindex(order)
+
+
+def aggregate_value(acc: dict[str, Any], n: dict[str, int], name: str) -> Any:
+    """BFCL's ``non_live_ast`` or ``live_ast`` from per-category accuracies (scalars or
+    arrays of bootstrap replicates alike)."""
+    if name == "non_live_ast":
+        simple = sum(acc[c] for c in NON_LIVE_AST_SIMPLE) / 3
+        return (simple + sum(acc[c] for c in NON_LIVE_AST_OTHER)) / 4
+    if name == "live_ast":
+        total = sum(n[c] for c in LIVE_AST)
+        return sum(acc[c] * n[c] for c in LIVE_AST) / total
+    raise ValueError(f"unknown aggregate {name!r}; expected non_live_ast or live_ast")
+
+
+def compare_aggregate(
+    entries_a: pd.DataFrame, entries_b: pd.DataFrame, name: str = "non_live_ast",
+    n_boot: int = 10_000, seed: int = 0,
+) -> dict[str, float]:
+    """B - A on a BFCL aggregate with a paired, category-stratified bootstrap 95% CI.
+
+    Each replicate resamples the entries of every category (the same indices for A and B,
+    so the pairing is kept) and recomputes the aggregate exactly as BFCL weighs it.
+    """
+    import numpy as np
+
+    parts = NON_LIVE_AST_SIMPLE + NON_LIVE_AST_OTHER if name == "non_live_ast" else LIVE_AST
+    a = entries_a.set_index(["category", "id"])["correct"].astype(float)
+    b = entries_b.set_index(["category", "id"])["correct"].astype(float)
+    rng = np.random.default_rng(seed)
+    acc_a, acc_b, boot_a, boot_b, n = {}, {}, {}, {}, {}
+    for category in parts:
+        present = category in a.index.get_level_values(0) and category in b.index.get_level_values(0)
+        ids = a.loc[category].index.intersection(b.loc[category].index) if present else []
+        if len(ids) == 0:
+            raise ValueError(f"{name}: category {category} is missing from one of the evaluations")
+        x = a.loc[category].loc[ids].to_numpy()
+        y = b.loc[category].loc[ids].to_numpy()
+        idx = rng.integers(0, len(ids), size=(n_boot, len(ids)))
+        acc_a[category], acc_b[category] = x.mean(), y.mean()
+        boot_a[category], boot_b[category] = x[idx].mean(axis=1), y[idx].mean(axis=1)
+        n[category] = len(ids)
+    value_a, value_b = aggregate_value(acc_a, n, name), aggregate_value(acc_b, n, name)
+    diffs = aggregate_value(boot_b, n, name) - aggregate_value(boot_a, n, name)
+    lo, hi = np.quantile(diffs, [0.025, 0.975])
+    return {"aggregate": name, "n": sum(n.values()), "acc_a": float(value_a), "acc_b": float(value_b),
+            "diff": float(value_b - value_a), "ci_low": float(lo), "ci_high": float(hi)}

@@ -170,7 +170,8 @@ def evaluate_bfcl(
     t0 = time.perf_counter()
     generated = 0
     for category in cats:
-        generated += generate_category(loader, out, category, family, limit, progress=progress, state=state)
+        generated += generate_category(loader, out, category, family, limit, chunk=max(64, batch_size),
+                                       progress=progress, state=state)
     timings["generate_s"] = time.perf_counter() - t0
     timings["generated"] = generated
 

@@ -8,8 +8,10 @@ Unsloth must be imported before TRL to patch it, so ``resolve_backend`` does tha
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 from toolrl_lib.train.config import LoraSection, RunConfig
@@ -29,14 +31,22 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def resolve_backend(backend: str, device: str) -> str:
-    """``auto`` -> ``unsloth`` on CUDA when the package is installed, else ``peft``.
+def resolve_backend(backend: str, device: str, processes: int = 1, lora: bool = True) -> str:
+    """``auto`` -> ``unsloth`` on one CUDA GPU with LoRA when the package is installed, else ``peft``.
 
-    Choosing ``unsloth`` imports it now, before anything imports TRL."""
+    Unsloth supports single-GPU LoRA training only: several processes (``--num-gpus``) and
+    full fine-tuning are the peft backend's. Choosing ``unsloth`` imports it now, before
+    anything imports TRL."""
     has_unsloth = importlib.util.find_spec("unsloth") is not None
     if backend == "auto":
-        backend = "unsloth" if device == "cuda" and has_unsloth else "peft"
+        backend = "unsloth" if device == "cuda" and has_unsloth and processes == 1 and lora else "peft"
     if backend == "unsloth":
+        if processes > 1:
+            raise ValueError(f"backend 'unsloth' runs on one GPU only ({processes} processes were "
+                             "launched); use backend: peft for multi-GPU training")
+        if not lora:
+            raise ValueError("backend 'unsloth' trains LoRA adapters only; use backend: peft for "
+                             "lora.enabled=false (full fine-tuning)")
         if device != "cuda":
             raise ValueError("backend 'unsloth' needs a CUDA device; use backend: peft (or auto)")
         if not has_unsloth:
@@ -73,7 +83,8 @@ def load_base(model_path: str, dtype: str, device: str) -> Any:
 
 
 def load_policy(config: RunConfig, model_path: str, backend: str, device: str) -> tuple[Any, Any]:
-    """(PEFT model with a fresh LoRA adapter, tokenizer) for GRPO."""
+    """(PEFT model with a fresh LoRA adapter, or the full model when lora.enabled is false,
+    tokenizer) for GRPO."""
     from toolrl_lib.models import load_tokenizer, resolve_dtype
 
     if backend == "unsloth":
@@ -96,12 +107,40 @@ def load_policy(config: RunConfig, model_path: str, backend: str, device: str) -
     from peft import get_peft_model
 
     tokenizer = load_tokenizer(model_path, padding_side="left")
+    if not config.lora.enabled:
+        # fp32 master weights: a 1e-5 update vanishes in bf16 weights (8 mantissa bits);
+        # the trainer's bf16 autocast still computes in bf16 on GPU.
+        model = load_base(model_path, "fp32", device)
+        model.requires_grad_(True)
+        return model, tokenizer
     base = load_base(model_path, config.model.dtype, device)
     import torch
 
     torch.manual_seed(config.seed)  # LoRA init is random: same seed, same adapter
     model = get_peft_model(base, peft_lora_config(config.lora))
     return model, tokenizer
+
+
+def save_policy(model: Any, tokenizer: Any, folder: Path) -> Path:
+    """Save the policy + tokenizer atomically (a crash never leaves half a folder).
+
+    A PEFT model saves its ``default`` adapter only (RLSD-TR keeps its teacher as a second
+    adapter); a plain model (full fine-tuning) saves a full model folder."""
+    staging = folder.parent / (folder.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    if hasattr(model, "peft_config"):
+        model.save_pretrained(str(staging), selected_adapters=["default"])
+    else:
+        model.save_pretrained(str(staging), safe_serialization=True)
+    tokenizer.save_pretrained(str(staging))
+    shutil.rmtree(folder, ignore_errors=True)
+    staging.rename(folder)
+    return folder
+
+
+def is_full_model(folder: str | Path) -> bool:
+    """A full model folder (config.json), as opposed to a PEFT adapter folder."""
+    return (Path(folder) / "config.json").is_file()
 
 
 def load_adapter_model(base_path: str, adapter_dir: str, dtype: str, device: str) -> Any:

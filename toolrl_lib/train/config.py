@@ -50,6 +50,9 @@ class LoraSection:
     alpha: int = 32  # scaling numerator (effective scale alpha / r)
     dropout: float = 0.0
     target_modules: list[str] = field(default_factory=lambda: list(ALL_PROJECTIONS))
+    # false = full fine-tuning (all weights, peft backend only): last/ and best/ then hold a
+    # full model folder, trained from fp32 master weights (bf16 autocast on GPU).
+    enabled: bool = True
 
 
 @dataclass
@@ -125,7 +128,8 @@ class FilteringSection:
 class ValidationSection:
     enabled: bool = True
     every_steps: int = 50  # 0 = only before and after training
-    num_examples: int = 64  # first N validation examples
+    num_examples: int = 64  # validation examples scored (chosen by `selection`)
+    selection: Literal["stratified", "first"] = "stratified"  # stratified: round-robin over kinds
     k: int = 16  # samples per prompt for mean@k
     schemes: list[str] = field(default_factory=lambda: ["binary", "weighted"])
     best_scheme: str = "binary"  # best/ = highest "<best_scheme>_mean@<k>"
@@ -215,7 +219,10 @@ def _violations(c: RunConfig, processes: int) -> list[tuple[str, Any, str]]:
          f"must be 'auto' or one of {list(families)}")
     rule(c.model.dtype in DTYPES, "model.dtype", c.model.dtype, f"must be one of {list(DTYPES)}")
     rule(c.model.max_seq_length >= 16, "model.max_seq_length", c.model.max_seq_length, "must be >= 16")
-    # lora
+    # lora / full fine-tuning
+    rule(lora.enabled or c.backend != "unsloth", "lora.enabled", lora.enabled,
+         "full fine-tuning (false) needs backend 'peft' (or auto); the unsloth backend trains "
+         "LoRA adapters only")
     rule(1 <= lora.r <= LORA_MAX_RANK, "lora.r", lora.r, f"LoRA rank must be in [1, {LORA_MAX_RANK}]")
     rule(lora.alpha > 0, "lora.alpha", lora.alpha, "must be > 0")
     rule(0.0 <= lora.dropout < 1.0, "lora.dropout", lora.dropout, "must be in [0, 1)")
@@ -288,6 +295,8 @@ def _violations(c: RunConfig, processes: int) -> list[tuple[str, Any, str]]:
         rule(v.k >= 1, "validation.k", v.k, "must be >= 1")
         rule(v.every_steps >= 0, "validation.every_steps", v.every_steps, "must be >= 0")
         rule(v.num_examples >= 1, "validation.num_examples", v.num_examples, "must be >= 1")
+        rule(v.selection in ("stratified", "first"), "validation.selection", v.selection,
+             "must be 'stratified' or 'first'")
         rule(bool(c.data.val_files), "data.val_files", c.data.val_files, "validation needs val files")
         for i, s in enumerate(v.schemes):
             rule(s in schemes, f"validation.schemes[{i}]", s, f"must be one of {list(schemes)}")
@@ -322,16 +331,20 @@ def _schemes() -> tuple[str, ...]:
 
 
 def load_run_config(
-    path: str | Path | None = None, overrides: list[str] | None = None, *, check: bool = True
+    path: str | Path | None = None, overrides: list[str] | None = None, *, check: bool = True,
+    processes: int | None = None,
 ) -> RunConfig:
-    """YAML file (or defaults when ``path`` is None) + ``key.sub=value`` overrides -> RunConfig."""
+    """YAML file (or defaults when ``path`` is None) + ``key.sub=value`` overrides -> RunConfig.
+
+    ``processes``: validate the batch rules for that many training processes (default: the
+    current WORLD_SIZE), e.g. before ``--num-gpus N`` launches them."""
     data = load_yaml(path) if path is not None else {}
     data = apply_overrides(data, overrides or [])
     try:
         config = from_dict(RunConfig, data)
     except ConfigError as error:
         raise ConfigError(f"{path or 'run config'}: {error}") from error
-    return validate(config) if check else config
+    return validate(config, processes) if check else config
 
 
 def run_config_from_dict(data: dict[str, Any], *, check: bool = True) -> RunConfig:

@@ -52,6 +52,29 @@ def load_examples(
     return examples[:limit] if limit is not None else examples
 
 
+def validation_subset(examples: Sequence[Example], n: int, selection: str = "stratified") -> list[Example]:
+    """``n`` validation examples: the first ``n``, or round-robin over kinds.
+
+    Split files are often grouped by kind, so "the first 12" can be all parallel calls;
+    round-robin (kinds in order of first appearance, file order within a kind) keeps
+    simple, multiple, parallel and no-call examples all represented, deterministically.
+    """
+    if selection == "first":
+        return list(examples[:n])
+    if selection != "stratified":
+        raise ValueError(f"validation selection must be 'stratified' or 'first', got {selection!r}")
+    by_kind: dict[str, list[Example]] = {}
+    for example in examples:
+        by_kind.setdefault(example.kind, []).append(example)
+    queues = list(by_kind.values())
+    chosen: list[Example] = []
+    depth = 0
+    while len(chosen) < n and any(depth < len(q) for q in queues):
+        chosen += [q[depth] for q in queues if depth < len(q)][: n - len(chosen)]
+        depth += 1
+    return chosen
+
+
 def prompt_length(tokenizer: Any, prompt: str) -> int:
     return len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
 

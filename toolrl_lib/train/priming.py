@@ -37,6 +37,17 @@ def precision_kwargs(device: str, dtype: str) -> dict[str, Any]:
     return {"bf16": resolve_dtype(dtype, device) == torch.bfloat16, "fp16": False}
 
 
+def one_gpu_per_process(args: Any) -> Any:
+    """Outside a distributed launch the HF Trainer wraps the model in ``nn.DataParallel``
+    when several GPUs are visible (TRL's SFTTrainer refuses that; GRPO would silently split
+    generation). A single process trains on one GPU; several GPUs are ``--num-gpus N``."""
+    if args.world_size == 1 and args.n_gpu > 1:
+        print(f"{args.n_gpu} GPUs visible to one process: training on cuda:0 only "
+              "(use `toolrl train --num-gpus N` to train on several)")
+        args._n_gpu = 1  # read by Trainer (DataParallel wrap) and by the batch-size arithmetic
+    return args
+
+
 def ensure_logprob_kernel() -> None:
     """TRL 1.15 computes SFT/GRPO log-probs with a Triton kernel; CPU wheels lack Triton, so
     install the pure-PyTorch stand-in there (a no-op where the kernel exists)."""
@@ -77,6 +88,7 @@ def prime(
         gradient_checkpointing=False, disable_tqdm=not config.logging.progress_bar,
         **precision_kwargs(device, config.model.dtype),
     )
+    one_gpu_per_process(args)
     ensure_logprob_kernel()
     from peft import get_peft_model
 
@@ -102,3 +114,56 @@ def prime(
     staging.rename(out_dir)
     shutil.rmtree(work, ignore_errors=True)
     return out_dir
+
+
+def single_process_env(env: dict[str, str], device: str, local_rank: int) -> dict[str, str]:
+    """``env`` minus what makes a process join the launched group (ranks, accelerate engine).
+
+    Priming is a plain one-process SFT: started inside a rank, its trainer would otherwise
+    see WORLD_SIZE > 1, wrap the model in DDP and wait for ranks that never come."""
+    drop = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
+            "ROLE_WORLD_SIZE", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+    out = {k: v for k, v in env.items()
+           if k not in drop and not k.startswith(("ACCELERATE_", "FSDP_", "TORCHELASTIC_"))}
+    if device != "cpu":  # this rank's GPU only
+        visible = [d for d in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+        out["CUDA_VISIBLE_DEVICES"] = visible[local_rank] if local_rank < len(visible) else str(local_rank)
+    return out
+
+
+def prime_in_subprocess(
+    config_path: str | Path, base_path: str, family: str, out_dir: str | Path, device: str,
+    local_rank: int = 0,
+) -> Path:
+    """``prime`` in a fresh single process (used by rank 0 of a multi-process run).
+
+    The child re-reads the saved run config and the same seeded training examples."""
+    import os
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "toolrl_lib.train.priming", str(config_path), base_path, family,
+           str(out_dir), device]
+    code = subprocess.run(cmd, env=single_process_env(dict(os.environ), device, local_rank),
+                          check=False).returncode
+    if code != 0 or not is_primed(out_dir):
+        raise RuntimeError(f"format priming (subprocess of rank 0) failed with exit code {code}; "
+                           f"its log is above")
+    return Path(out_dir)
+
+
+def _main(argv: list[str]) -> None:
+    from toolrl_lib.train.config import load_run_config
+    from toolrl_lib.train.dataset import load_examples
+
+    config_path, base_path, family, out_dir, device = argv
+    config = load_run_config(config_path, check=False)
+    examples = load_examples(config.data.train_files, config.data.max_train_examples,
+                             seed=config.seed, shuffle=True)
+    prime(config, base_path, examples, family, out_dir, device)
+
+
+if __name__ == "__main__":
+    import sys
+
+    _main(sys.argv[1:])

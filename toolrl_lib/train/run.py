@@ -9,8 +9,13 @@ The run directory is the contract with merge (D), evaluation (E) and RLSD (F):
     validation.csv     mean@k rows: stage base/primed (before), grpo (periodic), final (saved last/)
     checkpoints/       resumable HF Trainer checkpoints (optimizer, scheduler, RNG, data position)
     primed_model/      the merged primed model, when priming is on
-    best/ last/        PEFT adapter folders (+ tokenizer)
+    best/ last/        PEFT adapter folders (+ tokenizer); full model folders when lora.enabled
+                       is false (full fine-tuning)
     tensorboard/       TensorBoard event files
+
+Under several processes (``toolrl train --num-gpus N``, see ``distributed``) every rank
+trains; rank 0 alone primes (in a subprocess), validates, evaluates and writes the files
+above, and the other ranks wait at barriers or at the trainer's next collective.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from toolrl_lib.train.config import RunConfig, save_run_config, validate
+from toolrl_lib.train.distributed import Dist
 
 
 class TrainingStopped(RuntimeError):
@@ -77,7 +83,7 @@ def grpo_loss_kwargs(config: RunConfig) -> dict[str, Any]:
     return {"loss_type": g.loss_type, "importance_sampling_level": "token"}
 
 
-def grpo_args(config: RunConfig, paths: RunPaths, device: str) -> Any:
+def grpo_args(config: RunConfig, paths: RunPaths, device: str, processes: int = 1) -> Any:
     from trl import GRPOConfig
 
     from toolrl_lib.train.priming import precision_kwargs
@@ -93,6 +99,10 @@ def grpo_args(config: RunConfig, paths: RunPaths, device: str) -> Any:
         else:
             print("WANDB_API_KEY is set but wandb is not installed: W&B logging skipped")
     extra = {} if g.generation_batch_size is None else {"generation_batch_size": g.generation_batch_size}
+    if processes > 1:
+        # Every LoRA/full-model parameter takes part in each forward: skip DDP's unused-parameter
+        # search (it also breaks with gradient checkpointing).
+        extra["ddp_find_unused_parameters"] = False
     return GRPOConfig(
         output_dir=str(paths.checkpoints), run_name=config.name, seed=config.seed,
         per_device_train_batch_size=g.per_device_train_batch_size,
@@ -117,15 +127,30 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def save_adapter(model: Any, tokenizer: Any, folder: Path) -> Path:
-    """Save a PEFT adapter + tokenizer atomically (a crash never leaves half a folder)."""
-    staging = folder.parent / (folder.name + ".tmp")
-    shutil.rmtree(staging, ignore_errors=True)
-    # Only the policy adapter: RLSD-TR keeps its teacher as a second adapter on the same model.
-    model.save_pretrained(str(staging), selected_adapters=["default"])
-    tokenizer.save_pretrained(str(staging))
-    shutil.rmtree(folder, ignore_errors=True)
-    staging.rename(folder)
-    return folder
+    """Save the policy (PEFT adapter, or full model) + tokenizer atomically."""
+    from toolrl_lib.train.backend import save_policy
+
+    return save_policy(model, tokenizer, folder)
+
+
+def save_last(trainer: Any, tokenizer: Any, folder: Path, dist: Dist) -> None:
+    """Save the trained policy to ``folder`` (all ranks call this).
+
+    Sharded weights (ZeRO-3, FSDP) are gathered by ``trainer.save_model``, a collective;
+    otherwise rank 0 holds everything and saves alone."""
+    if dist.sharded:
+        staging = folder.parent / (folder.name + ".tmp")
+        if dist.main:
+            shutil.rmtree(staging, ignore_errors=True)
+        dist.barrier()
+        trainer.save_model(str(staging))
+        if dist.main:
+            tokenizer.save_pretrained(str(staging))
+            shutil.rmtree(folder, ignore_errors=True)
+            staging.rename(folder)
+    elif dist.main:
+        save_adapter(trainer.accelerator.unwrap_model(trainer.model), tokenizer, folder)
+    dist.barrier()
 
 
 def validation_scores(
@@ -151,11 +176,14 @@ def evaluate_saved(
     config: RunConfig, model_path: str, adapter_dir: Path | None, examples: list[Any], family: str,
     device: str,
 ) -> dict[str, float]:
-    """mean@k of a model loaded fresh from disk (base, or base + saved adapter)."""
+    """mean@k of a model loaded fresh from disk (base, base + saved adapter, or a saved full
+    model when ``adapter_dir`` holds one)."""
     from toolrl_lib.models import load_model, load_tokenizer
-    from toolrl_lib.train.backend import load_adapter_model
+    from toolrl_lib.train.backend import is_full_model, load_adapter_model
     from toolrl_lib.train.callbacks import forked_rng
 
+    if adapter_dir is not None and is_full_model(adapter_dir):
+        model_path, adapter_dir = str(adapter_dir), None
     tokenizer = load_tokenizer(model_path)
     if adapter_dir is None:
         model = load_model(model_path, dtype=config.model.dtype, device=device)
@@ -180,18 +208,25 @@ def train(
     ``reward_funcs`` replace the configured rewards (TRL signature; for experiments/tests).
     """
     from toolrl_lib.paths import resolve
+    from toolrl_lib.train import distributed
     from toolrl_lib.train.backend import resolve_backend, resolve_device
 
     validate(config)
     paths = RunPaths(resolve(out_dir))
     device = resolve_device(config.device)
-    backend = resolve_backend(config.backend, device)  # imports unsloth before trl
-    checkpoint = _prepare_run_dir(paths, resume)
-    save_run_config(config, paths.config)
-    return _train(config, paths, device, backend, checkpoint, list(callbacks or []), reward_funcs)
+    dist = distributed.init(device)
+    distributed.check_supported(config, dist)
+    # imports unsloth before trl
+    backend = resolve_backend(config.backend, device, dist.world_size, config.lora.enabled)
+    checkpoint = _prepare_run_dir(paths, resume, dist)
+    if dist.main:
+        save_run_config(config, paths.config)
+    dist.barrier()
+    return _train(config, paths, device, backend, checkpoint, list(callbacks or []), reward_funcs,
+                  dist)
 
 
-def _prepare_run_dir(paths: RunPaths, resume: bool) -> Path | None:
+def _prepare_run_dir(paths: RunPaths, resume: bool, dist: Dist | None = None) -> Path | None:
     if resume:
         checkpoint = latest_checkpoint(paths.checkpoints)
         if checkpoint is None:
@@ -204,58 +239,73 @@ def _prepare_run_dir(paths: RunPaths, resume: bool) -> Path | None:
             f"{paths.root} already holds a run (checkpoints or last/); pass --resume to continue it "
             f"or choose another --out"
         )
+    (dist or Dist()).barrier()  # every rank has checked before rank 0 writes anything
     paths.root.mkdir(parents=True, exist_ok=True)
     return None
 
 
 def _train(
     config: RunConfig, paths: RunPaths, device: str, backend: str, checkpoint: Path | None,
-    extra_callbacks: list[Any], reward_funcs: list[Any] | None = None,
+    extra_callbacks: list[Any], reward_funcs: list[Any] | None = None, dist: Dist | None = None,
 ) -> Path:
     from toolrl_lib.models import load_tokenizer, resolve_model
     from toolrl_lib.train import callbacks as cb
-    from toolrl_lib.train.dataset import BuildReport, grpo_rows, load_examples, to_dataset
-    from toolrl_lib.train.priming import is_primed, prime
+    from toolrl_lib.train.dataset import (
+        BuildReport,
+        grpo_rows,
+        load_examples,
+        to_dataset,
+        validation_subset,
+    )
+    from toolrl_lib.train.priming import is_primed, prime, prime_in_subprocess
 
+    dist = dist or Dist()
+    say = dist.say
     start_model = resolve_model(config.model.name)
     family = resolve_family(config, load_tokenizer(start_model))
     train_examples = load_examples(config.data.train_files, config.data.max_train_examples,
                                    seed=config.seed, shuffle=True)
     v = config.validation
-    val_examples = load_examples(config.data.val_files)[: v.num_examples] if v.enabled else []
+    val_examples = (validation_subset(load_examples(config.data.val_files), v.num_examples,
+                                      v.selection) if v.enabled else [])
     if v.enabled and not val_examples:
         raise ValueError(f"validation is enabled but {config.data.val_files} hold no examples")
     resumed_step = checkpoint_step(checkpoint) if checkpoint else 0
-    metric_rows = cb.trim_rows(paths.metrics, resumed_step) if checkpoint else []
-    val_rows = cb.trim_rows(paths.validation, resumed_step) if checkpoint else []
+    metric_rows = cb.trim_rows(paths.metrics, resumed_step) if checkpoint and dist.main else []
+    val_rows = cb.trim_rows(paths.validation, resumed_step) if checkpoint and dist.main else []
     val_log = cb.ValidationCallback(lambda m: {}, paths.validation, 0, "", lambda *a: None, val_rows)
+    before = v.enabled and v.before_training and checkpoint is None
 
-    if v.enabled and v.before_training and checkpoint is None:
-        print(f"validation mean@{v.k} of the start model on {len(val_examples)} examples ...")
-        t0 = time.perf_counter()
-        scores = evaluate_saved(config, start_model, None, val_examples, family, device)
-        val_log.record(0, "base", scores, time.perf_counter() - t0)
-        print(f"  base: {_fmt(scores)}")
-
-    base_model = start_model
-    if config.priming.enabled:
-        if not is_primed(paths.primed_model):
-            print(f"format priming: {config.priming.max_steps} SFT steps on "
-                  f"{min(config.priming.num_examples, len(train_examples))} examples ...")
-            prime(config, start_model, train_examples, family, paths.primed_model, device)
-        base_model = str(paths.primed_model)
-        if v.enabled and v.before_training and checkpoint is None:
+    # Rank 0 alone: "before" validation, priming, run_info; the other ranks wait, then load.
+    base_model = str(paths.primed_model) if config.priming.enabled else start_model
+    if dist.main:
+        if before:
+            say(f"validation mean@{v.k} of the start model on {len(val_examples)} examples ...")
+            t0 = time.perf_counter()
+            scores = evaluate_saved(config, start_model, None, val_examples, family, device)
+            val_log.record(0, "base", scores, time.perf_counter() - t0)
+            say(f"  base: {_fmt(scores)}")
+        if config.priming.enabled and not is_primed(paths.primed_model):
+            say(f"format priming: {config.priming.max_steps} SFT steps on "
+                f"{min(config.priming.num_examples, len(train_examples))} examples ...")
+            if dist.world_size > 1:  # a one-process SFT, outside the launched group
+                prime_in_subprocess(paths.config, start_model, family, paths.primed_model, device,
+                                    dist.local_rank)
+            else:
+                prime(config, start_model, train_examples, family, paths.primed_model, device)
+        if config.priming.enabled and before:
             t0 = time.perf_counter()
             scores = evaluate_saved(config, base_model, None, val_examples, family, device)
             val_log.record(0, "primed", scores, time.perf_counter() - t0)
-            print(f"  primed: {_fmt(scores)}")
-
-    write_json(paths.run_info, {
-        "base_model": base_model, "model_name": config.model.name, "family": family,
-        "backend": backend, "seed": config.seed, "primed": config.priming.enabled,
-    })
+            say(f"  primed: {_fmt(scores)}")
+        write_json(paths.run_info, {
+            "base_model": base_model, "model_name": config.model.name, "family": family,
+            "backend": backend, "seed": config.seed, "primed": config.priming.enabled,
+            "lora": config.lora.enabled,
+        })
+    dist.barrier()
     train_examples, report = _filtered(config, paths, base_model, train_examples, family, device,
-                                       resumed=checkpoint is not None)
+                                       resumed=checkpoint is not None, dist=dist)
 
     from toolrl_lib.prompts import get_adapter
     from toolrl_lib.train.backend import load_policy
@@ -265,16 +315,20 @@ def _train(
     rows = grpo_rows(train_examples, get_adapter(family), tokenizer, config.data.max_prompt_tokens,
                      enable_thinking=config.model.enable_thinking,
                      privileged=config.grpo.loss_type == "rlsd", report=build)
-    write_json(paths.data_report, {"grpo_dataset": build.to_dict(), "filtering": report})
+    if dist.main:
+        write_json(paths.data_report, {"grpo_dataset": build.to_dict(), "filtering": report})
     dataset = to_dataset(rows)
 
-    metrics_cb = cb.MetricsCSVCallback(paths.metrics, metric_rows)
-    nan_cb = cb.NaNStopCallback()
-    all_callbacks = [metrics_cb, nan_cb, *extra_callbacks]
-    if config.logging.tensorboard:
-        all_callbacks.append(_tensorboard_callback(paths.tensorboard))
+    nan_cb = cb.NaNStopCallback()  # every rank: all of them must stop at the same step
+    all_callbacks: list[Any] = [nan_cb, *extra_callbacks]
+    if dist.main:  # files are rank 0's
+        all_callbacks.insert(0, cb.MetricsCSVCallback(paths.metrics, metric_rows))
+        if config.logging.tensorboard:
+            all_callbacks.append(_tensorboard_callback(paths.tensorboard))
     best_key = f"{v.best_scheme}_mean@{v.k}"
-    if v.enabled:
+    val_cb = None
+    if v.enabled and dist.main:
+        # Under DDP rank 0 generates alone; the others wait at the next collective.
         val_cb = cb.ValidationCallback(
             evaluate=lambda m: validation_scores(config, m, tokenizer, val_examples, family),
             csv_path=paths.validation, every_steps=v.every_steps, best_key=best_key,
@@ -286,9 +340,19 @@ def _train(
         all_callbacks.append(val_cb)
 
     trainer = _make_trainer(config, family, model, tokenizer, dataset, paths, device, all_callbacks,
-                            reward_funcs)
-    print(f"GRPO ({config.grpo.loss_type}, backend {backend}, {device}): {len(dataset)} prompts"
-          + (f", resuming from {checkpoint.name}" if checkpoint else ""))
+                            reward_funcs, dist.world_size)
+    g = config.grpo
+    processes = trainer.accelerator.num_processes
+    global_batch = g.per_device_train_batch_size * processes * g.gradient_accumulation_steps
+    if dist.main:
+        info = json.loads(paths.run_info.read_text(encoding="utf-8"))
+        info.update({"processes": processes, "engine": dist.engine, "global_batch": global_batch})
+        write_json(paths.run_info, info)
+    say(f"GRPO ({g.loss_type}, backend {backend}, {'LoRA' if config.lora.enabled else 'full FT'}, "
+        f"{device}): {len(dataset)} prompts; {processes} process(es) ({dist.engine}), global batch "
+        f"{global_batch} completions/step = {g.per_device_train_batch_size} per device x "
+        f"{processes} x {g.gradient_accumulation_steps} accumulation"
+        + (f", resuming from {checkpoint.name}" if checkpoint else ""))
     _run_trainer(trainer, checkpoint, paths)
     if nan_cb.bad_step is not None:
         raise TrainingStopped(
@@ -296,50 +360,62 @@ def _train(
             f"step. Lower grpo.learning_rate or max_grad_norm, then --resume from "
             f"{latest_checkpoint(paths.checkpoints) or 'the start'}"
         )
-    save_adapter(trainer.model, tokenizer, paths.last)
+    save_last(trainer, tokenizer, paths.last, dist)
     step = trainer.state.global_step
     del trainer, model
-    if v.enabled:
-        t0 = time.perf_counter()
-        scores = evaluate_saved(config, base_model, paths.last, val_examples, family, device)
-        val_cb.record(step, "final", scores, time.perf_counter() - t0)
-        print(f"  final (saved last/): {_fmt(scores)}")
-        if scores.get(best_key, -math.inf) >= val_cb.best or not paths.best.exists():
+    if dist.main:
+        if v.enabled:
+            t0 = time.perf_counter()
+            scores = evaluate_saved(config, base_model, paths.last, val_examples, family, device)
+            val_cb.record(step, "final", scores, time.perf_counter() - t0)
+            say(f"  final (saved last/): {_fmt(scores)}")
+            if scores.get(best_key, -math.inf) >= val_cb.best or not paths.best.exists():
+                _copy_dir(paths.last, paths.best)
+        else:
             _copy_dir(paths.last, paths.best)
-    else:
-        _copy_dir(paths.last, paths.best)
+    dist.barrier()
     return paths.root
 
 
 def _filtered(
     config: RunConfig, paths: RunPaths, model_path: str, examples: list[Any], family: str,
-    device: str, resumed: bool,
+    device: str, resumed: bool, dist: Dist | None = None,
 ) -> tuple[list[Any], dict[str, Any] | None]:
-    """Apply difficulty filtering (reusing the saved decision when resuming)."""
+    """Apply difficulty filtering (reusing the saved decision when resuming).
+
+    With several processes rank 0 decides and saves ``filtering.json``; the others read it."""
     f = config.filtering
     if not f.enabled:
         return examples, None
     from toolrl_lib.train.filtering import pass_rates, split_by_pass_rate
 
+    dist = dist or Dist()
     saved = paths.root / "filtering.json"
-    if resumed and saved.is_file():
-        rates = json.loads(saved.read_text(encoding="utf-8"))["pass_rates"]
-    else:
-        from toolrl_lib.models import load_model, load_tokenizer
-        from toolrl_lib.train.callbacks import forked_rng
+    if dist.main:
+        if resumed and saved.is_file():
+            rates = json.loads(saved.read_text(encoding="utf-8"))["pass_rates"]
+        else:
+            from toolrl_lib.models import load_model, load_tokenizer
+            from toolrl_lib.train.callbacks import forked_rng
 
-        print(f"difficulty filter: {f.k} samples for each of {len(examples)} prompts ...")
-        model = load_model(model_path, dtype=config.model.dtype, device=device)
-        with forked_rng():
-            rates = pass_rates(model, load_tokenizer(model_path), examples, family, k=f.k,
-                               max_new_tokens=f.max_new_tokens, temperature=f.temperature,
-                               batch_size=f.batch_size, seed=config.seed,
-                               threshold=f.solved_threshold, progress=config.logging.progress_bar)
-        del model
-    kept, report = split_by_pass_rate(examples, rates, drop_always=f.drop_always_solved,
-                                      drop_never=f.drop_never_solved)
-    write_json(saved, report.to_dict())
-    print(report.summary())
+            print(f"difficulty filter: {f.k} samples for each of {len(examples)} prompts ...")
+            model = load_model(model_path, dtype=config.model.dtype, device=device)
+            with forked_rng():
+                rates = pass_rates(model, load_tokenizer(model_path), examples, family, k=f.k,
+                                   max_new_tokens=f.max_new_tokens, temperature=f.temperature,
+                                   batch_size=f.batch_size, seed=config.seed,
+                                   threshold=f.solved_threshold,
+                                   progress=config.logging.progress_bar)
+            del model
+        kept, report = split_by_pass_rate(examples, rates, drop_always=f.drop_always_solved,
+                                          drop_never=f.drop_never_solved)
+        write_json(saved, report.to_dict())
+    dist.barrier()  # the other ranks read rank 0's decision
+    if not dist.main:
+        rates = json.loads(saved.read_text(encoding="utf-8"))["pass_rates"]
+        kept, report = split_by_pass_rate(examples, rates, drop_always=f.drop_always_solved,
+                                          drop_never=f.drop_never_solved)
+    dist.say(report.summary())
     if not kept:
         raise ValueError(f"{report.summary()}: nothing left to train on; disable filtering or "
                          "relax filtering.drop_never_solved / drop_always_solved")
@@ -349,12 +425,14 @@ def _filtered(
 
 
 def _make_trainer(config, family, model, tokenizer, dataset, paths, device, callbacks,
-                  reward_funcs=None) -> Any:
+                  reward_funcs=None, processes: int = 1) -> Any:
     from toolrl_lib.rewards import make_reward_funcs
     from toolrl_lib.train.priming import ensure_logprob_kernel
 
     ensure_logprob_kernel()
-    args = grpo_args(config, paths, device)
+    from toolrl_lib.train.priming import one_gpu_per_process
+
+    args = one_gpu_per_process(grpo_args(config, paths, device, processes))
     if reward_funcs is None:
         reward_funcs = make_reward_funcs(config.reward.scheme, family, config.reward.weights)
     kwargs = dict(model=model, reward_funcs=reward_funcs, args=args, train_dataset=dataset,

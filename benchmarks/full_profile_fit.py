@@ -1,0 +1,165 @@
+"""Does the full profile fit an 80 GB GPU? Run ``toolrl train --config configs/qwen3_8b_h100.yaml``.
+
+Issue #7 part 2. The real Qwen3-8B is not on the GPU host, so the run uses a random-weight
+Qwen3-8B-shaped folder (saved once by ``grpo_throughput.ensure_saved_model``: bf16 weights,
+the embedded SmolLM2 tokenizer with a Qwen3-style chat template, family qwen3). Everything
+else is the profile as written (LoRA r16 on all projections, 8 generations, 8 x 4 = 32
+completions per step, completion 1024 tokens, gradient checkpointing, its backend), except
+the ``--set`` overrides below: the smoke data, no difficulty filtering, a small validation,
+``grpo.max_steps`` steps, no TensorBoard. The training process caps its GPU memory with
+``torch.cuda.set_per_process_memory_fraction`` (``--memory-cap-gb``, decimal GB: 80 GB =
+74.5 GiB, under the 79.2 GiB an H100 80GB exposes) and records peak allocated/reserved
+memory and the step times from the run's ``metrics.csv`` into
+``<out>/full_profile_fit_<backend>.json`` (also written when the run fails or is killed).
+
+    python benchmarks/full_profile_fit.py --out $OUT --backend peft        # GPU
+    python benchmarks/full_profile_fit.py --out /tmp/f --shapes tiny --cpu  # CPU smoke, same path
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import grpo_throughput as gt  # noqa: E402  (sibling benchmark: the random model)
+
+CONFIG = "configs/qwen3_8b_h100.yaml"
+
+
+def overrides(a: argparse.Namespace, model_dir: Path) -> list[str]:
+    """The ``--set`` list: the profile, pointed at the random model and the smoke data."""
+    sets = [
+        f"model.name={model_dir}", "model.family=qwen3", f"backend={a.backend}",
+        "data.train_files=[data/processed/smoke/train.jsonl]",
+        "data.val_files=[data/processed/smoke/val.jsonl]",
+        "filtering.enabled=false", f"grpo.max_steps={a.max_steps}", "grpo.warmup_steps=0",
+        f"validation.num_examples={a.val_examples}", "validation.k=2",
+        f"validation.max_new_tokens={a.val_tokens}", "validation.batch_size=8",
+        f"checkpoint.save_steps={a.max_steps}", "logging.tensorboard=false",
+        "logging.progress_bar=false",
+    ]
+    if a.cpu:
+        sets += ["device=cpu", "model.dtype=fp32", "grpo.gradient_checkpointing=false"]
+    return sets + list(a.set)
+
+
+def child(a: argparse.Namespace) -> int:
+    """In the training process: cap memory, run the CLI in-process, record peak memory."""
+    import torch
+
+    cuda = torch.cuda.is_available() and not a.cpu
+    result: dict[str, Any] = json.loads(Path(a.result).read_text())
+    if cuda:
+        total = torch.cuda.get_device_properties(0).total_memory
+        fraction = min(1.0, a.memory_cap_gb * 1e9 / total)
+        torch.cuda.set_per_process_memory_fraction(fraction)
+        result.update(gpu=torch.cuda.get_device_name(0), memory_cap_gib=round(fraction * total / 2**30, 2),
+                      gpu_total_gib=round(total / 2**30, 2))
+    from toolrl_lib.cli import main as toolrl
+
+    argv = ["train", "--config", a.config, "--out", a.run_dir]
+    for item in result["overrides"]:
+        argv += ["--set", item]
+    rc = 1
+    try:
+        rc = toolrl(argv)
+    finally:
+        if cuda:
+            result["peak_alloc_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+            result["peak_reserved_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 2)
+        result["train_rc"] = rc
+        Path(a.result).write_text(json.dumps(result, indent=2))
+    return rc
+
+
+def step_times(run_dir: Path) -> list[float]:
+    path = run_dir / "metrics.csv"
+    if not path.is_file():
+        return []
+    with path.open() as handle:
+        return [round(float(r["step_time"]), 2) for r in csv.DictReader(handle) if r.get("step_time")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default="benchmarks/results")
+    p.add_argument("--backend", choices=["peft", "unsloth"], default="peft")
+    p.add_argument("--config", default=CONFIG)
+    p.add_argument("--shapes", choices=sorted(gt.SHAPES), default="qwen3-8b")
+    p.add_argument("--model-dir", default=None, help="saved random model (default /dev/shm or /tmp)")
+    p.add_argument("--max-steps", type=int, default=2)
+    p.add_argument("--val-examples", type=int, default=4)
+    p.add_argument("--val-tokens", type=int, default=32)
+    p.add_argument("--memory-cap-gb", type=float, default=80.0, help="decimal GB")
+    p.add_argument("--time-budget-s", type=float, default=540.0, help="kill the training process after this")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra config overrides")
+    p.add_argument("--cpu", action="store_true")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--result", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--run-dir", default=None, help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.max_steps < 1 or a.memory_cap_gb <= 0 or a.time_budget_s <= 0:
+        p.error("--max-steps must be >= 1, --memory-cap-gb and --time-budget-s > 0")
+    if a.child:
+        return child(a)
+
+    start = time.perf_counter()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    result_path = out / f"full_profile_fit_{a.backend}.json"
+    run_dir = Path(a.run_dir or f"/tmp/full_profile_fit/{a.backend}-{int(time.time())}")
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() and not a.cpu else "cpu"
+    t0 = time.perf_counter()
+    model_dir = gt.ensure_saved_model(a.model_dir or gt.default_model_dir(a.shapes), a.shapes, device)
+    result: dict[str, Any] = {
+        "config": a.config, "backend": a.backend, "shapes": a.shapes, "model_dir": str(model_dir),
+        "model_prepare_s": round(time.perf_counter() - t0, 1), "memory_cap_gb": a.memory_cap_gb,
+        "overrides": overrides(a, model_dir), "run_dir": str(run_dir), "status": "running",
+    }
+    result_path.write_text(json.dumps(result, indent=2))
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--result", str(result_path),
+           "--run-dir", str(run_dir), "--config", a.config, "--memory-cap-gb", str(a.memory_cap_gb)]
+    if a.cpu:
+        cmd.append("--cpu")
+    log_path = out / f"full_profile_fit_{a.backend}.log"
+    timed_out = False
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
+        try:
+            rc = proc.wait(timeout=max(1.0, a.time_budget_s - (time.perf_counter() - start)))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc, timed_out = proc.wait(), True
+    result = json.loads(result_path.read_text())
+    steps = step_times(run_dir)
+    result.update(rc=rc, wall_s=round(time.perf_counter() - start, 1), step_times_s=steps,
+                  steps_done=len(steps))
+    if timed_out:
+        result["status"], result["error"] = "timeout", f"killed after --time-budget-s {a.time_budget_s}"
+    elif rc != 0:
+        lines = log_path.read_text(errors="replace").strip().splitlines()
+        result["status"], result["error"] = "failed", (lines[-1][:400] if lines else f"exit {rc}")
+    else:
+        result["status"] = "ok" if len(steps) >= a.max_steps else "incomplete"
+    cap_gib = a.memory_cap_gb * 1e9 / 2**30
+    if "peak_reserved_gib" in result:
+        result["fits_cap"] = result["status"] == "ok" and result["peak_reserved_gib"] <= cap_gib
+    result_path.write_text(json.dumps(result, indent=2))
+    print(json.dumps({k: v for k, v in result.items() if k != "overrides"}, indent=2))
+    return 0 if result["status"] == "ok" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

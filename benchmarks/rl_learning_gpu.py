@@ -1,0 +1,258 @@
+"""Does GRPO teach the embedded model tool calling beyond format priming? (issues 7 and 8)
+
+One experiment, in phases that each fit a 10-minute GPU command (files under ``--work``
+survive between commands while the GPU host stays warm):
+
+    prime   format-prime the embedded model once (LoRA SFT, merged) and score base and
+            primed with validation mean@16 on our own validation split
+    train   GRPO variants from that one primed model, several processes per GPU (a 135M
+            model leaves an H200 idle; generation is launch-bound), same seed and data order:
+            two reward schemes, two loss types (grpo, dapo), two learning rates, and RLSD-TR
+    bfcl    pick the GRPO variant with the best validation mean@16 (never BFCL), then
+            generate BFCL v4 single-turn answers for base, primed, that variant and RLSD-TR;
+            pack run logs + generations into ``--out``/rl_learning.tar.gz
+    report  (on the CPU box) score the generations with BFCL's own scorer, paired bootstrap
+            CIs, tables in benchmarks/results/rl_learning_gpu.{md,json,csv} and figures
+
+    python benchmarks/rl_learning_gpu.py prime  --work /tmp/rl
+    python benchmarks/rl_learning_gpu.py train  --work /tmp/rl --gpus 0,1 --train-seconds 380
+    python benchmarks/rl_learning_gpu.py bfcl   --work /tmp/rl --gpus 0,1 --out $OUT
+    python benchmarks/rl_learning_gpu.py report --archive rl_learning.tar.gz
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+CONFIG = "configs/embedded_gpu.yaml"
+FAMILY = "hermes"
+
+# name -> overrides of configs/embedded_gpu.yaml (all start from the same primed model)
+VARIANTS: dict[str, list[str]] = {
+    "grpo-weighted": [],
+    "grpo-weighted-lr5e-5": ["grpo.learning_rate=5e-5"],
+    "grpo-binary": ["reward.scheme=binary"],
+    "dapo-weighted": ["grpo.loss_type=dapo"],
+    "rlsd-weighted": ["grpo.loss_type=rlsd", "rlsd.base_loss_type=grpo"],
+}
+RLSD_VARIANT = "rlsd-weighted"
+RLSD_PAIR = "grpo-weighted"  # same everything but the loss: the issue-8 comparison
+
+
+EXTRA: list[str] = []  # --set overrides for every phase (e.g. a tiny CPU dry run)
+DEVICE = "cuda"
+
+
+def load_config(overrides: list[str]):
+    from toolrl_lib.train.config import load_run_config
+
+    return load_run_config(CONFIG, [*overrides, *EXTRA, f"device={DEVICE}"])
+
+
+def validation_examples(config):
+    from toolrl_lib.train.dataset import load_examples, validation_subset
+
+    v = config.validation
+    return validation_subset(load_examples(config.data.val_files), v.num_examples, v.selection)
+
+
+# ---------------------------------------------------------------- phase: prime
+def phase_prime(work: Path) -> None:
+    from toolrl_lib.models import prepare_embedded_model, resolve_model
+    from toolrl_lib.train.dataset import load_examples
+    from toolrl_lib.train.priming import prime
+    from toolrl_lib.train.run import evaluate_saved
+
+    prepare_embedded_model()
+    config = load_config([])
+    start = resolve_model("embedded")
+    primed = work / "primed_model"
+    examples = load_examples(config.data.train_files, config.data.max_train_examples,
+                             seed=config.seed, shuffle=True)  # the order train() uses
+    t0 = time.perf_counter()
+    prime(config, start, examples, FAMILY, primed, DEVICE)
+    prime_s = time.perf_counter() - t0
+    val = validation_examples(config)
+    scores = {}
+    for stage, path in (("base", start), ("primed", str(primed))):
+        t0 = time.perf_counter()
+        scores[stage] = evaluate_saved(config, path, None, val, FAMILY, DEVICE)
+        scores[stage]["seconds"] = round(time.perf_counter() - t0, 1)
+        print(stage, scores[stage], flush=True)
+    out = {"prime_seconds": round(prime_s, 1), "n_val": len(val), "validation": scores}
+    (work / "start_validation.json").write_text(json.dumps(out, indent=2))
+
+
+# ---------------------------------------------------------------- phase: train
+def phase_train(work: Path, gpus: list[str], train_seconds: float, variants: list[str],
+                deadline_s: float) -> None:
+    procs = []
+    for i, name in enumerate(variants):
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpus[i % len(gpus)], OMP_NUM_THREADS="4",
+                   PYTHONUNBUFFERED="1")
+        log = open(work / f"train-{name}.log", "w")  # noqa: SIM115 - closed after wait()
+        cmd = [sys.executable, __file__, "worker", "--work", str(work), "--variant", name,
+               "--train-seconds", str(train_seconds), "--device", DEVICE,
+               *[f"--set={item}" for item in EXTRA]]
+        procs.append((name, subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), log))
+    start = time.perf_counter()
+    for name, proc, log in procs:
+        left = max(1.0, deadline_s - (time.perf_counter() - start))
+        try:
+            code = proc.wait(timeout=left)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = "killed (deadline)"
+        log.close()
+        tail = (work / f"train-{name}.log").read_text(errors="replace").splitlines()[-3:]
+        print(f"{name}: exit {code}; " + " | ".join(tail), flush=True)
+
+
+def worker(work: Path, name: str, train_seconds: float) -> None:
+    from transformers import TrainerCallback
+
+    from toolrl_lib.train.run import train
+
+    class TimeLimit(TrainerCallback):
+        """Stop cleanly (last/ saved, final validation run) once the wall budget is spent."""
+
+        def __init__(self) -> None:
+            self.start = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if time.perf_counter() - self.start > train_seconds:
+                print(f"time budget reached at step {state.global_step}", flush=True)
+                control.should_training_stop = True
+            return control
+
+    config = load_config(VARIANTS[name] + [
+        f"model.name={work / 'primed_model'}", "priming.enabled=false",
+        "validation.before_training=false", f"name={name}",
+    ])
+    train(config, work / "runs" / name, callbacks=[TimeLimit()])
+
+
+# ---------------------------------------------------------------- phase: bfcl
+def best_validation(run_dir: Path, key: str) -> tuple[float, int]:
+    """(best score, its step) over a run's periodic and final validation rows."""
+    import pandas as pd
+
+    path = run_dir / "validation.csv"
+    if not path.is_file():
+        return float("-inf"), -1
+    rows = pd.read_csv(path)
+    rows = rows[rows["stage"].isin(["grpo", "final"])]
+    if rows.empty or key not in rows:
+        return float("-inf"), -1
+    best = rows.loc[rows[key].idxmax()]
+    return float(best[key]), int(best["step"])
+
+
+def select_grpo(work: Path, key: str) -> str:
+    """The non-RLSD variant with the highest validation mean@k (the only selection made)."""
+    scored = {name: best_validation(work / "runs" / name, key)[0]
+              for name in VARIANTS if name != RLSD_VARIANT}
+    chosen = max(scored, key=scored.get)
+    (work / "selection.json").write_text(json.dumps({"key": key, "scores": scored, "chosen": chosen},
+                                                    indent=2))
+    return chosen
+
+
+def phase_bfcl(work: Path, gpus: list[str], out: Path, batch_size: int, deadline_s: float,
+               limit: int | None = None, max_new_tokens: int = 256) -> None:
+    config = load_config([])
+    key = f"{config.validation.best_scheme}_mean@{config.validation.k}"
+    chosen = select_grpo(work, key)
+    print(f"selected on validation {key}: {chosen}", flush=True)
+    models = {"base": "embedded", "primed": str(work / "primed_model"),
+              "grpo": str(work / "runs" / chosen / "best"),
+              "rlsd": str(work / "runs" / RLSD_VARIANT / "best")}
+    procs = []
+    for i, (label, model) in enumerate(models.items()):
+        if label != "base" and not Path(model).exists():
+            print(f"{label}: {model} missing, skipped", flush=True)
+            continue
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpus[i % len(gpus)], PYTHONUNBUFFERED="1")
+        cmd = [sys.executable, "-m", "toolrl_lib.cli", "eval", "bfcl", "--model", model,
+               "--format", FAMILY, "--label", f"rl{label}", "--out", str(work / "bfcl" / label),
+               "--batch-size", str(batch_size), "--dtype", config.model.dtype, "--no-score",
+               "--max-new-tokens", str(max_new_tokens), *(["--limit", str(limit)] if limit else [])]
+        log = open(work / f"bfcl-{label}.log", "w")  # noqa: SIM115
+        procs.append((label, subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), log))
+    start = time.perf_counter()
+    for label, proc, log in procs:
+        try:
+            code = proc.wait(timeout=max(1.0, deadline_s - (time.perf_counter() - start)))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = "killed (deadline; generation is resumable)"
+        log.close()
+        print(f"bfcl {label}: exit {code}", flush=True)
+    pack(work, out / "rl_learning.tar.gz")
+
+
+def pack(work: Path, archive: Path) -> None:
+    """Logs, CSVs, configs and BFCL generations: everything but weights."""
+    keep = {".csv", ".json", ".jsonl", ".yaml", ".log", ".md"}
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive, "w:gz") as tar:
+        for path in sorted(work.rglob("*")):
+            rel = path.relative_to(work)
+            if not path.is_file() or path.suffix not in keep:
+                continue
+            if any(part in {"checkpoints", "primed_model.work"} for part in rel.parts):
+                continue
+            if path.suffix == ".json" and ("best" in rel.parts or "last" in rel.parts):
+                continue  # tokenizer/adapter json: large, not results
+            tar.add(path, arcname=str(rel))
+    print(f"packed {archive} ({archive.stat().st_size / 1e6:.1f} MB)", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("phase", choices=("prime", "train", "worker", "bfcl", "report"))
+    parser.add_argument("--work", default="/tmp/rl")
+    parser.add_argument("--gpus", default="0")
+    parser.add_argument("--variant")
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--train-seconds", type=float, default=380)
+    parser.add_argument("--deadline-s", type=float, default=540, help="kill workers after this")
+    parser.add_argument("--batch-size", type=int, default=512, help="BFCL generation batch")
+    parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--archive", help="report: the tar.gz the bfcl phase packed")
+    parser.add_argument("--limit", type=int, help="bfcl: first N entries per category (dry runs)")
+    parser.add_argument("--max-new-tokens", type=int, default=256, help="bfcl generation limit")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args()
+    global DEVICE
+    DEVICE = args.device
+    EXTRA.extend(args.overrides)
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    gpus = args.gpus.split(",")
+    if args.phase == "prime":
+        phase_prime(work)
+    elif args.phase == "train":
+        phase_train(work, gpus, args.train_seconds, args.variants.split(","), args.deadline_s)
+    elif args.phase == "worker":
+        worker(work, args.variant, args.train_seconds)
+    elif args.phase == "bfcl":
+        phase_bfcl(work, gpus, Path(args.out), args.batch_size, args.deadline_s, args.limit,
+                   args.max_new_tokens)
+    else:
+        sys.path.insert(0, str(Path(__file__).parent))
+        from rl_learning_report import report
+
+        report(Path(args.archive), Path(args.out), work)
+
+
+if __name__ == "__main__":
+    main()

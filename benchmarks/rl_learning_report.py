@@ -1,0 +1,181 @@
+"""Report of benchmarks/rl_learning_gpu.py: score the GPU generations with BFCL's own scorer
+(here, on the CPU box), pair them, and write tables and figures.
+
+    python benchmarks/rl_learning_gpu.py report --archive rl_learning.tar.gz \
+        --work runs/rl_learning --out benchmarks/results
+"""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+PAIRS = [  # (A, B): rows report B - A
+    ("primed", "grpo"), ("base", "grpo"), ("grpo", "rlsd"), ("primed", "rlsd"), ("base", "primed"),
+]
+
+
+def extract(archive: Path, work: Path) -> None:
+    work.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(work, filter="data")
+
+
+def validation_table(work: Path) -> pd.DataFrame:
+    """One row per (variant, step): validation mean@k, with base and primed at step 0."""
+    start = json.loads((work / "start_validation.json").read_text())
+    rows = [{"variant": stage, "stage": stage, "step": 0, **scores}
+            for stage, scores in start["validation"].items()]
+    for run in sorted((work / "runs").iterdir()):
+        path = run / "validation.csv"
+        if path.is_file():
+            frame = pd.read_csv(path)
+            frame.insert(0, "variant", run.name)
+            rows += frame.to_dict(orient="records")
+    return pd.DataFrame(rows)
+
+
+def training_table(work: Path, validation: pd.DataFrame, key: str) -> pd.DataFrame:
+    """Per variant: steps run, mean step time, reward at start/end, zero-std share, val best/final."""
+    rows = []
+    primed = float(validation.loc[validation.variant == "primed", key].iloc[0])
+    for run in sorted((work / "runs").iterdir()):
+        metrics_path = run / "metrics.csv"
+        if not metrics_path.is_file():
+            rows.append({"variant": run.name, "steps": 0})
+            continue
+        m = pd.read_csv(metrics_path)
+        val = validation[(validation.variant == run.name) & validation.stage.isin(["grpo", "final"])]
+        head, tail = m.head(10), m.tail(10)
+        row: dict[str, Any] = {
+            "variant": run.name, "steps": int(m["step"].max()),
+            "step_time_s": float(m["step_time"].median()) if "step_time" in m else float("nan"),
+            "reward_first10": float(head["reward"].mean()), "reward_last10": float(tail["reward"].mean()),
+            "zero_std_frac": float(m["frac_reward_zero_std"].mean()),
+            "mean_length_last10": float(tail["completions/mean_length"].mean()),
+            f"val_primed_{key}": primed,
+        }
+        if not val.empty:
+            best = val.loc[val[key].idxmax()]
+            final = val[val.stage == "final"]
+            row.update({f"val_best_{key}": float(best[key]), "val_best_step": int(best["step"]),
+                        f"val_final_{key}": float(final[key].iloc[-1]) if len(final) else float("nan")})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def score_bfcl(work: Path) -> dict[str, Path]:
+    """Score every generated model folder under work/bfcl with BFCL's scorer (no model load)."""
+    from toolrl_lib.evaluate.runner import evaluate_bfcl
+
+    scored = {}
+    for folder in sorted((work / "bfcl").iterdir()):
+        settings = json.loads((folder / "generation.json").read_text())
+        evaluate_bfcl(settings["model"], folder, family=settings["family"], label=f"rl{folder.name}",
+                      max_new_tokens=settings["max_new_tokens"], dtype=settings["dtype"])
+        scored[folder.name] = folder
+    return scored
+
+
+def bfcl_tables(scored: dict[str, Path]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    from toolrl_lib.evaluate.analysis import compare, compare_aggregate, load_entries, summary_table
+
+    entries = {label: load_entries(folder) for label, folder in scored.items()}
+    summary = pd.concat([summary_table(e).assign(model=label) for label, e in entries.items()])
+    pairs, aggs = [], []
+    for a, b in PAIRS:
+        if a in entries and b in entries:
+            pairs.append(compare(entries[a], entries[b]).assign(a=a, b=b))
+            for name in ("non_live_ast", "live_ast"):
+                aggs.append({"a": a, "b": b, **compare_aggregate(entries[a], entries[b], name)})
+    return summary, pd.concat(pairs) if pairs else pd.DataFrame(), pd.DataFrame(aggs)
+
+
+def plot_validation(validation: pd.DataFrame, key: str, path: Path, only: list[str] | None = None) -> None:
+    import matplotlib.pyplot as plt
+
+    from toolrl_lib.plotting import save_figure
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    primed = float(validation.loc[validation.variant == "primed", key].iloc[0])
+    base = float(validation.loc[validation.variant == "base", key].iloc[0])
+    for variant, group in validation[~validation.variant.isin(["base", "primed"])].groupby("variant"):
+        if only and variant not in only:
+            continue
+        group = group.sort_values("step")
+        steps = [0, *group["step"].tolist()]
+        ax.plot(steps, [primed, *group[key].tolist()], marker="o", label=variant)
+    ax.axhline(primed, color="grey", ls="--", lw=1, label="primed (step 0)")
+    ax.axhline(base, color="black", ls=":", lw=1, label="base model")
+    ax.set_xlabel("GRPO optimizer step")
+    ax.set_ylabel(f"validation {key}")
+    ax.legend(fontsize=7)
+    save_figure(fig, path)
+
+
+def plot_bfcl(summary: pd.DataFrame, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    from toolrl_lib.plotting import save_figure
+
+    wide = summary.pivot(index="category", columns="model", values="accuracy")
+    fig, ax = plt.subplots(figsize=(9, 4))
+    wide.plot.bar(ax=ax)
+    ax.set_ylabel("BFCL accuracy")
+    ax.set_ylim(0, 1)
+    save_figure(fig, path)
+
+
+def markdown(frame: pd.DataFrame, digits: int = 3) -> str:
+    if frame.empty:
+        return "(none)\n"
+    cols = list(frame.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for _, row in frame.iterrows():
+        cells = [f"{v:.{digits}f}" if isinstance(v, float) else str(v) for v in row]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def report(archive: Path, out: Path, work: Path, figures: Path = Path("figures")) -> None:
+    extract(archive, work)
+    selection = json.loads((work / "selection.json").read_text())
+    key = selection["key"]
+    validation = validation_table(work)
+    training = training_table(work, validation, key)
+    scored = score_bfcl(work)
+    summary, pairs, aggs = bfcl_tables(scored)
+    out.mkdir(parents=True, exist_ok=True)
+    validation.to_csv(out / "rl_learning_validation.csv", index=False)
+    training.to_csv(out / "rl_learning_training.csv", index=False)
+    summary.to_csv(out / "rl_learning_bfcl.csv", index=False)
+    pairs.to_csv(out / "rl_learning_bfcl_pairs.csv", index=False)
+    (out / "rl_learning.json").write_text(json.dumps({
+        "selection": selection, "aggregates": aggs.to_dict(orient="records"),
+        "start": json.loads((work / "start_validation.json").read_text()),
+    }, indent=2))
+    plot_validation(validation, key, figures / "07_validation_curves.png")
+    plot_validation(validation, key, figures / "08_grpo_vs_rlsd.png", only=["grpo-weighted", "rlsd-weighted"])
+    if not summary.empty:
+        plot_bfcl(summary, figures / "07_bfcl_categories.png")
+    acc = summary.pivot(index="category", columns="model", values="accuracy").reset_index()
+    headline = pairs[pairs.category == "ALL"][["a", "b", "n", "acc_a", "acc_b", "diff", "ci_low", "ci_high",
+                                               "mcnemar_p"]] if not pairs.empty else pairs
+    text = [
+        "# GRPO vs format priming on the embedded model (GPU), BFCL v4 single-turn\n",
+        f"Selected GRPO variant (by validation {key}, never BFCL): **{selection['chosen']}**; "
+        f"validation scores of the candidates: {json.dumps(selection['scores'])}\n",
+        "## Training and validation (mean@k on our validation split)\n", markdown(training),
+        "## BFCL accuracy per category (official scorer)\n", markdown(acc),
+        "## Paired differences on BFCL aggregates (B - A, category-stratified paired bootstrap 95% CI)\n",
+        markdown(aggs[["a", "b", "aggregate", "n", "acc_a", "acc_b", "diff", "ci_low", "ci_high"]]
+                 if not aggs.empty else aggs, 4),
+        "## Paired differences over all scored entries pooled (B - A)\n", markdown(headline, 4),
+        "Per-category paired rows: rl_learning_bfcl_pairs.csv.\n",
+    ]
+    (out / "rl_learning_gpu.md").write_text("\n".join(text))
+    print("\n".join(text))

@@ -1,0 +1,156 @@
+"""benchmarks/grpo_throughput.py and full_profile_fit.py on CPU with tiny shapes.
+
+The GPU numbers come from the GPU host; here we check the parts that must be right the
+first time there: the job plan, the exact prompt length, the Qwen3-8B shapes, the saved
+model folder, row collection when a worker fails or is killed, and one real tiny run.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import full_profile_fit as fpf  # noqa: E402
+import grpo_throughput as gt  # noqa: E402
+
+
+def test_parse_jobs_and_errors():
+    jobs = gt.parse_jobs("peft_default, peft_gen_batch64@1024,best@1024")
+    assert [j.name for j in jobs] == ["peft_default", "peft_gen_batch64@1024", "best@1024"]
+    assert jobs[1].completion_tokens == 1024 and jobs[0].completion_tokens is None
+    with pytest.raises(ValueError, match="unknown variant 'nope'"):
+        gt.parse_jobs("peft_default,nope")
+    with pytest.raises(ValueError, match="positive integer"):
+        gt.parse_jobs("peft_default@abc")
+
+
+def test_plan_covers_whole_generation_rounds():
+    w = gt.WORKLOADS["qwen3-8b"]
+    assert gt.plan_steps(gt.VARIANTS["peft_default"], w, 1, 2) == (1, 2)
+    assert gt.plan_steps(gt.VARIANTS["peft_gen_batch64"], w, 1, 2) == (2, 2)
+    assert gt.plan_steps(gt.VARIANTS["peft_gen_batch128"], w, 1, 2) == (4, 4)
+    job = gt.Job("peft_micro32", 1024)
+    w32 = gt.workload_for("qwen3-8b", job, gt.VARIANTS["peft_micro32"])
+    assert (w32.micro_batch, w32.completion_tokens, w32.completions_per_step) == (32, 1024, 32)
+
+
+def test_qwen3_8b_shapes_on_meta_device():
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    tokenizer = gt.embedded_tokenizer()
+    config = gt.qwen3_config("qwen3-8b", tokenizer)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    assert model.config.model_type == "qwen3" and not model.config.tie_word_embeddings
+    attn = model.model.layers[0].self_attn
+    assert attn.q_proj.weight.shape == (32 * 128, 4096) and attn.k_proj.weight.shape == (8 * 128, 4096)
+    assert model.model.layers[0].mlp.gate_proj.weight.shape == (12288, 4096)
+    assert len(model.model.layers) == 36 and model.lm_head.weight.shape == (151936, 4096)
+    params = sum(p.numel() for p in model.parameters())
+    assert 8.1e9 < params < 8.3e9  # Qwen3-8B: 8.19B with the untied head
+
+
+def test_prompt_tokenizes_to_exactly_1024_tokens():
+    tokenizer = gt.embedded_tokenizer()
+    text = gt.fixed_length_prompt(tokenizer, 1024)
+    assert len(tokenizer(text=[text])["input_ids"][0]) == 1024
+    from toolrl_lib.models import make_tiny_tokenizer
+
+    with pytest.raises(ValueError, match="tokenizes to"):  # byte-level: " a" is two tokens
+        gt.fixed_length_prompt(make_tiny_tokenizer(), 10)
+
+
+def test_reward_is_not_constant():
+    rewards = gt.token_sum_reward(completion_ids=[[1, 2], [3, 4], [5, 5], [0]])
+    assert rewards == [3.0, 0.0, 3.0, 0.0]
+
+
+def test_saved_model_folder_is_qwen3_family_and_reused(tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from toolrl_lib.prompts import detect_family
+
+    folder = gt.ensure_saved_model(tmp_path / "m", "tiny", "cpu")
+    marker = (folder / gt.MARKER).stat().st_mtime_ns
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    assert detect_family(tokenizer) == "qwen3"
+    model = AutoModelForCausalLM.from_pretrained(folder)
+    assert model.config.model_type == "qwen3" and model.config.eos_token_id == tokenizer.eos_token_id
+    assert gt.ensure_saved_model(folder, "tiny", "cpu") == folder
+    assert (folder / gt.MARKER).stat().st_mtime_ns == marker  # not rebuilt
+    assert not (tmp_path / "m.tmp").exists()
+
+
+def test_collect_row_records_kills_and_crashes(tmp_path):
+    row_file = tmp_path / "a.json"
+    row_file.write_text(json.dumps({"job": "a", "status": "running", "timed_steps": 1, "s_per_step": 2.0}))
+    killed = gt.collect_row(gt.Job("a"), row_file, -9, True, 300)
+    assert killed["status"] == "partial" and "time budget" in killed["error"]
+    (tmp_path / "b.log").write_text("Traceback ...\ntorch.OutOfMemoryError: CUDA out of memory\n")
+    crashed = gt.collect_row(gt.Job("b"), tmp_path / "b.json", 1, False, 10)
+    assert crashed["status"] == "failed" and "OutOfMemoryError" in crashed["error"]
+    assert gt.collect_row(gt.Job("c"), tmp_path / "c.json", -9, True, 5)["status"] == "timeout"
+
+
+def test_best_resolves_to_fastest_finished_variant():
+    rows = [{"variant": "peft_default", "status": "ok", "completions_per_s": 1.3},
+            {"variant": "peft_gen_batch64", "status": "ok", "completions_per_s": 2.5},
+            {"variant": "unsloth", "status": "failed"}]
+    assert gt.resolve_best(gt.Job("best", 1024), rows) == gt.Job("peft_gen_batch64", 1024)
+    assert gt.resolve_best(gt.Job("best"), rows[2:]) is None
+
+
+def test_jobs_without_time_left_are_skipped_rows(tmp_path):
+    assert gt.main(["--out", str(tmp_path), "--shapes", "tiny", "--cpu", "--variants",
+                    "peft_default,best@16", "--time-budget-s", "5", "--min-start-s", "60"]) == 0
+    rows = json.loads((tmp_path / "grpo_throughput.json").read_text())["rows"]
+    assert [r["status"] for r in rows] == ["skipped", "skipped"]
+    assert "time budget" in rows[0]["error"] and "no earlier variant" in rows[1]["error"]
+
+
+def test_bad_arguments_name_the_flag(capsys):
+    with pytest.raises(SystemExit):
+        gt.parse_args(["--variants", "peft_defualt"])
+    assert "unknown variant 'peft_defualt'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        gt.parse_args(["--memory-cap-gb", "0"])
+    assert "--memory-cap-gb must be > 0" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_tiny_run_end_to_end(tmp_path):
+    """One real GRPO variant in a subprocess + the unsloth variant failing as a row."""
+    assert gt.main(["--out", str(tmp_path), "--shapes", "tiny", "--cpu", "--variants", "peft_default,unsloth",
+                    "--warmup-rounds", "0", "--timed-steps", "1", "--min-start-s", "1",
+                    "--scratch", str(tmp_path / "scratch")]) == 0
+    rows = {r["job"]: r for r in json.loads((tmp_path / "grpo_throughput.json").read_text())["rows"]}
+    ok = rows["peft_default"]
+    assert ok["status"] == "ok" and ok["timed_steps"] == 1 and ok["fixed_length_ok"] is True
+    assert ok["mean_completion_tokens"] == gt.WORKLOADS["tiny"].completion_tokens
+    assert 0 < ok["gen_s_per_step"] < ok["s_per_step"] and ok["gen_timer"] == "_generate_single_turn"
+    assert ok["completions_per_s"] == pytest.approx(32 / ok["s_per_step"], rel=1e-2)
+    assert ok["grad_norm_mean"] > 0  # advantages were not all zero
+    assert rows["unsloth"]["status"] == "failed" and "unsloth" in rows["unsloth"]["error"]
+    text = (tmp_path / "grpo_throughput.md").read_text()
+    assert "| peft_default | ok |" in text and "| unsloth | failed |" in text
+    assert (tmp_path / "grpo_throughput.csv").read_text().count("\n") == 3
+
+
+def test_full_profile_overrides_validate(tmp_path):
+    from toolrl_lib.train.config import load_run_config
+
+    args = fpf.argparse.Namespace(backend="peft", max_steps=2, val_examples=4, val_tokens=32, cpu=False,
+                                  set=["grpo.loss_type=grpo"])
+    config = load_run_config(fpf.CONFIG, fpf.overrides(args, tmp_path / "model"))
+    assert config.model.name == str(tmp_path / "model") and config.model.family == "qwen3"
+    assert config.backend == "peft" and config.grpo.max_steps == 2 and not config.filtering.enabled
+    assert config.data.train_files == ["data/processed/smoke/train.jsonl"]
+    assert config.grpo.max_completion_length == 1024 and config.grpo.per_device_train_batch_size == 8
+    assert config.grpo.loss_type == "grpo" and not config.logging.tensorboard
