@@ -75,8 +75,11 @@ def score_bfcl(work: Path) -> dict[str, Path]:
     scored = {}
     for folder in sorted((work / "bfcl").iterdir()):
         settings = json.loads((folder / "generation.json").read_text())
+        limit = json.loads((folder / "run.json").read_text()).get("limit")
+
         evaluate_bfcl(settings["model"], folder, family=settings["family"], label=f"rl{folder.name}",
-                      max_new_tokens=settings["max_new_tokens"], dtype=settings["dtype"])
+                      max_new_tokens=settings["max_new_tokens"], dtype=settings["dtype"], limit=limit,
+                      generate=False)
         scored[folder.name] = folder
     return scored
 

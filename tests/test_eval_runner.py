@@ -88,3 +88,13 @@ def test_changed_settings_move_the_cache_aside(tiny_dir, tmp_path):
     again = runner.evaluate_bfcl(tiny_dir, tmp_path, max_new_tokens=3, **kwargs)
     assert again.timings["generated"] == 1  # regenerated under the new settings
     assert (tmp_path / "generations.stale-1" / "irrelevance.jsonl").is_file()  # old ones kept
+
+
+def test_score_only_run_refuses_to_generate(tmp_path):
+    import pytest
+
+    from toolrl_lib.evaluate.runner import evaluate_bfcl
+
+    with pytest.raises(RuntimeError, match="not generated"):
+        evaluate_bfcl("no-such-model", tmp_path, family="hermes", categories="simple_python", limit=1,
+                      run_scorer=False, generate=False)

@@ -141,6 +141,7 @@ def evaluate_bfcl(
     dtype: str = "auto",
     progress: bool = False,
     run_scorer: bool = True,
+    generate: bool = True,
 ) -> BfclRun:
     """Generate (resumably), write BFCL result files, score them officially, tabulate."""
     from toolrl_lib.evaluate.analysis import aggregates, entries_table, summary_table
@@ -169,7 +170,7 @@ def evaluate_bfcl(
     check_generation_settings(out, settings)
     t0 = time.perf_counter()
     generated = 0
-    for category in cats:
+    for category in cats if generate else ():  # generate=False: score what is there (no model load)
         generated += generate_category(loader, out, category, family, limit, chunk=max(64, batch_size),
                                        progress=progress, state=state)
     timings["generate_s"] = time.perf_counter() - t0
