@@ -183,7 +183,7 @@ def _toolrl_train(data: Path, out: Path, *extra: str, overrides: dict | None = N
     for item in tiny_overrides(data, **(overrides or {})):
         sets += ["--set", item]
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(["toolrl", "train", "--config",
+    proc = subprocess.run([sys.executable, "-m", "toolrl_lib.cli", "train", "--config",
                            str(data / "run.yaml"), *sets, "--out", str(out), "--num-gpus", "2",
                            *extra], env=env, capture_output=True, text=True, timeout=900, cwd=REPO)
     output = proc.stdout + proc.stderr
