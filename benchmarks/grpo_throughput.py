@@ -102,22 +102,6 @@ VARIANTS: dict[str, Variant] = {
 DEFAULT_JOBS = ("peft_default,unsloth,peft_gen_batch64,peft_paged,peft_static_compile,"
                 "peft_gen_batch128,peft_no_gc,peft_micro32")
 
-# A compact Qwen3-style template (tools=, <tool_call>, enable_thinking) for the saved model
-# folder: toolrl_lib.prompts detects it as family qwen3 (same as tests/test_prompts.py).
-QWEN3_STYLE_TEMPLATE = (
-    "{% if tools %}{{ '<|im_start|>system\\n' }}"
-    "{% if messages[0].role == 'system' %}{{ messages[0].content + '\\n\\n' }}{% endif %}"
-    "{{ '# Tools\\n<tools>' }}{% for tool in tools %}{{ '\\n' + (tool | tojson) }}{% endfor %}"
-    "{{ '\\n</tools><|im_end|>\\n' }}{% endif %}"
-    "{% for m in messages %}{% if not (tools and m.role == 'system') %}"
-    "{{ '<|im_start|>' + m.role + '\\n' + m.content }}"
-    "{% if m.tool_calls %}{% for tc in m.tool_calls %}"
-    "{{ '\\n<tool_call>\\n' + (tc.function | tojson) + '\\n</tool_call>' }}{% endfor %}{% endif %}"
-    "{{ '<|im_end|>\\n' }}{% endif %}{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
-    "{% if enable_thinking is defined and enable_thinking is false %}"
-    "{{ '<think>\\n\\n</think>\\n\\n' }}{% endif %}{% endif %}"
-)
 
 
 # ---------------------------------------------------------------------------------------
@@ -242,6 +226,8 @@ def _save_random_model(folder: Path, shapes: str, device: str) -> None:
     import torch
 
     tokenizer = embedded_tokenizer()
+    from toolrl_lib.prompts import QWEN3_STYLE_TEMPLATE
+
     tokenizer.chat_template = QWEN3_STYLE_TEMPLATE
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     model = build_random_model(shapes, tokenizer, device, dtype)

@@ -13,6 +13,7 @@ from toolrl_lib.models import CHATML_TEMPLATE, make_tiny_tokenizer
 from toolrl_lib.prompts import (
     FAMILIES,
     NO_CALL_TEXT,
+    QWEN3_STYLE_TEMPLATE,
     detect_family,
     get_adapter,
     template_handles_tools,
@@ -35,21 +36,7 @@ CALLS = [
     {"name": "get_time", "arguments": {}},
 ]
 
-# A compact template in the style of Qwen3's: tools=, tool calls, enable_thinking.
-QWEN_LIKE_TEMPLATE = (
-    "{% if tools %}{{ '<|im_start|>system\\n' }}"
-    "{% if messages[0].role == 'system' %}{{ messages[0].content + '\\n\\n' }}{% endif %}"
-    "{{ '# Tools\\n<tools>' }}{% for tool in tools %}{{ '\\n' + (tool | tojson) }}{% endfor %}"
-    "{{ '\\n</tools><|im_end|>\\n' }}{% endif %}"
-    "{% for m in messages %}{% if not (tools and m.role == 'system') %}"
-    "{{ '<|im_start|>' + m.role + '\\n' + m.content }}"
-    "{% if m.tool_calls %}{% for tc in m.tool_calls %}"
-    "{{ '\\n<tool_call>\\n' + (tc.function | tojson) + '\\n</tool_call>' }}{% endfor %}{% endif %}"
-    "{{ '<|im_end|>\\n' }}{% endif %}{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
-    "{% if enable_thinking is defined and enable_thinking is false %}{{ '<think>\\n\\n</think>\\n\\n' }}{% endif %}"
-    "{% endif %}"
-)
+QWEN_LIKE_TEMPLATE = QWEN3_STYLE_TEMPLATE
 
 
 def make_example(ground_truth=CALLS, messages=None) -> Example:
