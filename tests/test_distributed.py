@@ -21,7 +21,7 @@ from toolrl_lib.train.distributed import (
 )
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_train_run import tiny_overrides, toy_examples  # noqa: E402  (shared tiny-run helpers)
+from test_train_run import tiny_overrides, tiny_setup  # noqa: E402, F401  (shared tiny-run helpers; tiny_setup is a fixture)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -145,16 +145,10 @@ def test_single_process_env_for_priming_leaves_the_group():
 
 
 @pytest.fixture(scope="module")
-def tiny_data(tmp_path_factory):
-    from toolrl_lib.data.example import write_jsonl
-    from toolrl_lib.models import make_tiny_model
-
-    root = tmp_path_factory.mktemp("tiny-dist")
-    make_tiny_model(root / "model")
-    write_jsonl(toy_examples(16), root / "train.jsonl")
-    write_jsonl(toy_examples(4, offset=100), root / "val.jsonl")
-    (root / "run.yaml").write_text("name: dist\n", encoding="utf-8")
-    return root
+def tiny_data(tiny_setup):  # noqa: F811 (the fixture imported above)
+    """test_train_run's tiny model + toy data, plus a minimal run config file for the CLI."""
+    (tiny_setup / "run.yaml").write_text("name: dist\n", encoding="utf-8")
+    return tiny_setup
 
 
 def test_full_finetuning_saves_full_model_folders(tiny_data, tmp_path):
