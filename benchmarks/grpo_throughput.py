@@ -525,6 +525,8 @@ def run_all(a: argparse.Namespace) -> list[dict[str, Any]]:
     meta = {"shapes": a.shapes, "workload": asdict(WORKLOADS[a.shapes]), "lanes": lanes,
             "time_budget_s": a.time_budget_s, "memory_cap_gb": a.memory_cap_gb,
             "command": " ".join(sys.argv), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    if a.resume:
+        rows, pending, meta = resume_rows(out, pending, meta)
     while pending or running:
         for lane, (proc, job, row_file, t_start, log) in list(running.items()):
             killed = False
@@ -567,6 +569,24 @@ def run_all(a: argparse.Namespace) -> list[dict[str, Any]]:
         time.sleep(a.poll_s)
     write_outputs(out, meta, rows)
     return rows
+
+
+def resume_rows(out: Path, pending: list[Job], meta: dict[str, Any]
+                ) -> tuple[list[dict[str, Any]], list[Job], dict[str, Any]]:
+    """Continue an earlier invocation's table (a 10-minute command limit splits one run):
+    measured rows are kept, their jobs not re-run; skipped/failed ones are tried again."""
+    path = out / "grpo_throughput.json"
+    if not path.is_file():
+        return [], pending, meta
+    earlier = json.loads(path.read_text())
+    if earlier["meta"]["shapes"] != meta["shapes"] or earlier["meta"]["workload"] != meta["workload"]:
+        raise SystemExit(f"--resume: {path} was measured with other shapes/workload; use another --out")
+    kept = [r for r in earlier["rows"] if r.get("status") in ("ok", "partial")]
+    done = {r["job"] for r in kept}
+    meta = {**meta, "commands": [*earlier["meta"].get("commands", [earlier["meta"]["command"]]),
+                                 meta["command"]],
+            "started": earlier["meta"]["started"], "resumed": meta["started"]}
+    return kept, [job for job in pending if job.name not in done], meta
 
 
 def collect_row(job: Job, row_file: Path, returncode: int, killed: bool, seconds: float) -> dict[str, Any]:
@@ -631,6 +651,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--cpu", action="store_true", help="run on CPU even when CUDA is there")
     p.add_argument("--poll-s", type=float, default=1.0)
     p.add_argument("--prepare-model", action="store_true", help="only save the random model and exit")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the measured rows already in --out and run only the other jobs")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     p.add_argument("--row-file", default=None, help=argparse.SUPPRESS)
     p.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)

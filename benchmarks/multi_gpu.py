@@ -42,7 +42,7 @@ def common_overrides(args: argparse.Namespace) -> list[str]:
         "data.train_files=[data/processed/smoke/train.jsonl]",
         "data.val_files=[data/processed/smoke/val.jsonl]",
         "priming.enabled=true", f"priming.max_steps={args.priming_steps}",
-        "grpo.num_generations=8", "grpo.loss_type=grpo", "grpo.gradient_accumulation_steps=1",
+        "grpo.num_generations=8", "grpo.loss_type=grpo",
         f"grpo.max_completion_length={args.completion_tokens}", "grpo.temperature=1.0",
         f"validation.num_examples={args.val_examples}", "validation.k=4",
         "validation.max_new_tokens=128", f"validation.batch_size={args.val_examples * 4}",
@@ -50,17 +50,31 @@ def common_overrides(args: argparse.Namespace) -> list[str]:
     ]
 
 
+def batch_sets(args: argparse.Namespace, gpus: int) -> list[str]:
+    """Same global batch on 1 or 2 GPUs, in one of two layouts.
+
+    - no ``--micro-batch``: each GPU takes its whole share in one micro-batch and one
+      generation round per step (per_device = global / GPUs);
+    - ``--micro-batch M``: every GPU works in micro-batches of M completions, each generated
+      in its own round (generation_batch_size = M x GPUs); more GPUs = fewer accumulation
+      steps. This is the layout of a model whose generation batch is memory-bound.
+    """
+    g, m = args.global_batch, args.micro_batch
+    if not m:
+        return [f"grpo.per_device_train_batch_size={g // gpus}", "grpo.gradient_accumulation_steps=1"]
+    return [f"grpo.per_device_train_batch_size={m}",
+            f"grpo.gradient_accumulation_steps={g // (m * gpus)}",
+            f"grpo.generation_batch_size={m * gpus}"]
+
+
 def plan(args: argparse.Namespace) -> list[dict]:
-    g = args.global_batch
     runs = {
-        "1gpu": {"gpus": 1, "accel": None, "sets": [f"grpo.per_device_train_batch_size={g}",
-                                                    f"grpo.max_steps={args.steps}"]},
+        "1gpu": {"gpus": 1, "accel": None, "sets": [*batch_sets(args, 1), f"grpo.max_steps={args.steps}"]},
         "ddp2": {"gpus": 2, "accel": "configs/accelerate/ddp.yaml",
-                 "sets": [f"grpo.per_device_train_batch_size={g // 2}", f"grpo.max_steps={args.steps}"]},
+                 "sets": [*batch_sets(args, 2), f"grpo.max_steps={args.steps}"]},
         "zero3": {"gpus": 2, "accel": "configs/accelerate/zero3.yaml",
-                  "sets": [f"grpo.per_device_train_batch_size={g // 2}",
-                           f"grpo.max_steps={args.full_ft_steps}", "lora.enabled=false",
-                           "grpo.learning_rate=1e-6"]},
+                  "sets": [*batch_sets(args, 2), f"grpo.max_steps={args.full_ft_steps}",
+                           "lora.enabled=false", "grpo.learning_rate=1e-6"]},
     }
     out = []
     for name in args.runs.split(","):
@@ -177,6 +191,7 @@ def write_results(out: Path, results: dict) -> None:
                              for k in columns})
     lines = [f"# GRPO on 1 vs 2 GPUs ({results['gpu']}), embedded SmolLM2-135M", "",
              f"global batch {results['global_batch']} completions/step (8 generations), "
+             f"{'micro-batches of ' + str(results['args']['micro_batch']) + ', one generation round each' if results['args'].get('micro_batch') else 'one generation round per step'}, "
              f"seed {results['seed']}, priming on; ratio 2-GPU/1-GPU completions/s: "
              f"{results.get('throughput_ratio_2gpu_vs_1gpu', 'n/a')}", "",
              "| run | GPUs | exit | wall s | steps | mean step s | completions/s | peak MiB per GPU | "
@@ -200,6 +215,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=8, help="GRPO steps of the 1gpu/ddp2 runs")
     parser.add_argument("--full-ft-steps", type=int, default=3, help="GRPO steps of the zero3 run")
     parser.add_argument("--global-batch", type=int, default=64, help="completions per step")
+    parser.add_argument("--micro-batch", type=int, default=0,
+                        help="completions per micro-batch and generation round (0: one round per step)")
     parser.add_argument("--completion-tokens", type=int, default=128)
     parser.add_argument("--priming-steps", type=int, default=32)
     parser.add_argument("--val-examples", type=int, default=16)
@@ -211,6 +228,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.global_batch % 16:
         parser.error("--global-batch must be a multiple of 16 (8 generations x 2 GPUs)")
+    if args.micro_batch and (args.micro_batch % 8 or args.global_batch % (2 * args.micro_batch)):
+        parser.error("--micro-batch must be a multiple of 8 that divides --global-batch / 2")
     deadline = time.perf_counter() + args.time_budget_s
     out, work = Path(args.out), Path(args.work)
     out.mkdir(parents=True, exist_ok=True)

@@ -98,3 +98,28 @@ def test_score_only_run_refuses_to_generate(tmp_path):
     with pytest.raises(RuntimeError, match="not generated"):
         evaluate_bfcl("no-such-model", tmp_path, family="hermes", categories="simple_python", limit=1,
                       run_scorer=False, generate=False)
+
+
+def test_small_categories_share_generate_calls(tiny_dir, tmp_path):
+    """Pending entries of all categories are pooled: 3 categories x 2 entries, chunk 4 ->
+    2 generate calls (not 3), and every answer lands in its own category's file."""
+    from toolrl_lib.data.bfcl import load_bfcl_examples
+    from toolrl_lib.models import load_tokenizer
+
+    calls: list[int] = []
+
+    def complete(prompts):
+        calls.append(len(prompts))
+        return [f"answer {i}" for i in range(len(prompts))]
+
+    def loader():
+        return backends.LoadedModel(load_tokenizer(tiny_dir), complete, "fake")
+
+    cats = ["simple_python", "irrelevance", "live_relevance"]
+    n = runner.generate_pending(loader, tmp_path, cats, "hermes", limit=2, chunk=4)
+    assert n == 6 and calls == [4, 2]
+    for category in cats:
+        ids = sorted(r["id"] for r in results.read_results(runner.generations_file(tmp_path, category)))
+        assert ids == sorted(ex.id for ex in load_bfcl_examples(category, limit=2))
+    assert runner.generate_pending(loader, tmp_path, cats, "hermes", limit=2, chunk=4) == 0
+    assert calls == [4, 2]  # nothing pending: no call, no model load

@@ -115,6 +115,21 @@ def test_jobs_without_time_left_are_skipped_rows(tmp_path):
     assert "time budget" in rows[0]["error"] and "no earlier variant" in rows[1]["error"]
 
 
+def test_resume_keeps_measured_rows_and_reruns_the_rest(tmp_path):
+    meta = {"shapes": "tiny", "workload": gt.asdict(gt.WORKLOADS["tiny"]), "command": "first", "memory_cap_gb": 80,
+            "started": "t0"}
+    rows = [{"job": "peft_default", "variant": "peft_default", "status": "ok", "completions_per_s": 3.0},
+            {"job": "peft_paged", "variant": "peft_paged", "status": "skipped"}]
+    gt.write_outputs(tmp_path, meta, rows)
+    pending = gt.parse_jobs("peft_default,peft_paged,unsloth")
+    kept, left, merged = gt.resume_rows(tmp_path, pending, {**meta, "command": "second", "started": "t1"})
+    assert kept == rows[:1] and [j.name for j in left] == ["peft_paged", "unsloth"]
+    assert merged["commands"] == ["first", "second"] and merged["started"] == "t0"
+    other = {**meta, "workload": {**meta["workload"], "prompt_tokens": 7}}
+    with pytest.raises(SystemExit, match="other shapes"):
+        gt.resume_rows(tmp_path, pending, other)
+
+
 def test_bad_arguments_name_the_flag(capsys):
     with pytest.raises(SystemExit):
         gt.parse_args(["--variants", "peft_defualt"])

@@ -87,16 +87,37 @@ def generate_category(
     progress: bool = False,
     state: dict[str, Any] | None = None,
 ) -> int:
-    """Complete the entries of ``category`` not yet in the generations file; returns how many.
+    """Complete the entries of one category not yet generated (see ``generate_pending``)."""
+    return generate_pending(loader, out_dir, [category], family, limit, chunk, progress, state)
+
+
+def generate_pending(
+    loader: Any,
+    out_dir: Path,
+    categories: list[str],
+    family: str | None,
+    limit: int | None,
+    chunk: int = 64,
+    progress: bool = False,
+    state: dict[str, Any] | None = None,
+) -> int:
+    """Complete every entry of ``categories`` not yet in its generations file; returns how many.
+
+    The pending entries of all categories form one pool, sorted by prompt length and cut
+    into chunks of ``chunk`` prompts: a small category (BFCL has some of 16 entries) then
+    shares a ``generate`` call instead of paying a whole one (on a GPU a call costs about
+    the same for 16 prompts as for 512). Each chunk is appended to its categories' files
+    as soon as it is done, so an interrupted run resumes where it stopped.
 
     ``loader()`` returns a ``LoadedModel``; it is only called when work is left, and the
-    result is cached in ``state`` so several categories share one loaded model.
+    result is cached in ``state`` so several calls share one loaded model.
     """
     state = state if state is not None else {}
-    examples = load_bfcl_examples(category, limit=limit)
-    path = generations_file(out_dir, category)
-    done = results.done_ids(path)
-    todo = [ex for ex in examples if ex.id not in done]
+    todo = []
+    for category in categories:
+        done = results.done_ids(generations_file(out_dir, category))
+        todo += [(category, ex) for ex in load_bfcl_examples(category, limit=limit)
+                 if ex.id not in done]
     if not todo:
         return 0
     if "model" not in state:
@@ -109,17 +130,18 @@ def generate_category(
     from toolrl_lib.prompts import get_adapter
 
     adapter = get_adapter(family)
-    rendered = [(adapter.render_prompt(ex, loaded.tokenizer), ex) for ex in todo]
-    rendered.sort(key=lambda pair: len(pair[0]))  # similar lengths per batch: less padding
-    bar = _bar(len(todo), category, progress)
+    rendered = [(adapter.render_prompt(ex, loaded.tokenizer), category, ex) for category, ex in todo]
+    rendered.sort(key=lambda item: len(item[0]))  # similar lengths per batch: less padding
+    label = categories[0] if len(categories) == 1 else f"{len(categories)} categories"
+    bar = _bar(len(todo), label, progress)
     for start in range(0, len(rendered), chunk):
         part = rendered[start : start + chunk]
-        texts = loaded.complete([prompt for prompt, _ in part])
-        rows = [
-            results.to_result_entry(ex.id, text, family)
-            for (_, ex), text in zip(part, texts, strict=True)
-        ]
-        results.append_results(path, rows)
+        texts = loaded.complete([prompt for prompt, _, _ in part])
+        by_category: dict[str, list[dict[str, Any]]] = {}
+        for (_, category, ex), text in zip(part, texts, strict=True):
+            by_category.setdefault(category, []).append(results.to_result_entry(ex.id, text, family))
+        for category, rows in by_category.items():
+            results.append_results(generations_file(out_dir, category), rows)
         if bar is not None:
             bar.update(len(part))
     if bar is not None:
@@ -170,9 +192,9 @@ def evaluate_bfcl(
     check_generation_settings(out, settings)
     t0 = time.perf_counter()
     generated = 0
-    for category in cats if generate else ():  # generate=False: score what is there (no model load)
-        generated += generate_category(loader, out, category, family, limit, chunk=max(64, batch_size),
-                                       progress=progress, state=state)
+    if generate:  # generate=False: score what is there (no model load)
+        generated = generate_pending(loader, out, cats, family, limit, chunk=max(64, batch_size),
+                                     progress=progress, state=state)
     timings["generate_s"] = time.perf_counter() - t0
     timings["generated"] = generated
 
