@@ -207,6 +207,24 @@ def write_results(out: Path, results: dict) -> None:
     (out / "multi_gpu.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def resume(out: Path, results: dict, specs: list[dict]) -> tuple[dict, list[dict]]:
+    """Continue an earlier invocation (a 10-minute command limit splits one benchmark):
+    runs that finished (exit 0) are kept and not repeated; the others run again."""
+    path = out / "multi_gpu.json"
+    if not path.is_file():
+        return results, specs
+    earlier = json.loads(path.read_text(encoding="utf-8"))
+    same = ("global_batch", "micro_batch", "completion_tokens", "seed", "steps", "priming_steps")
+    changed = [k for k in same if earlier["args"].get(k) != results["args"].get(k)]
+    if changed:
+        raise SystemExit(f"--resume: {path} was measured with other {', '.join(changed)}; use another --out")
+    kept = [r for r in earlier["runs"] if r.get("exit_code") == 0]
+    done = {r["run"] for r in kept}
+    merged = {**results, "runs": kept,
+              "commands": [*earlier.get("commands", [earlier["args"]]), results["args"]]}
+    return merged, [spec for spec in specs if spec["name"] not in done]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True)
@@ -225,6 +243,8 @@ def main() -> None:
     parser.add_argument("--device", default="cuda", help="cpu: a dry run of the script itself")
     parser.add_argument("--dtype", default="bf16")
     parser.add_argument("--time-budget-s", type=float, default=360)
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the finished runs already in --out, run only the others")
     args = parser.parse_args()
     if args.global_batch % 16:
         parser.error("--global-batch must be a multiple of 16 (8 generations x 2 GPUs)")
@@ -240,6 +260,8 @@ def main() -> None:
                "gpus_visible": torch.cuda.device_count(), "torch": torch.__version__,
                "global_batch": args.global_batch, "seed": args.seed, "args": vars(args), "runs": []}
     specs = plan(args)
+    if args.resume:
+        results, specs = resume(out, results, specs)
     for i, spec in enumerate(specs):
         left = deadline - time.perf_counter()
         if left < 30:

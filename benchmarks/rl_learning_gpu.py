@@ -5,11 +5,14 @@ survive between commands while the GPU host stays warm):
 
     prime   format-prime the embedded model once (LoRA SFT, merged) and score base and
             primed with validation mean@16 on our own validation split
-    train   GRPO variants from that one primed model, several processes per GPU (a 135M
-            model leaves an H200 idle; generation is launch-bound), same seed and data order:
-            two reward schemes, two loss types (grpo, dapo), two learning rates, and RLSD-TR
+    train   GRPO variants from that one primed model, spread over the GPUs (CUDA time-slices
+            processes: five on one H200 made each rollout ~3x slower), same seed and data
+            order: two reward schemes, two loss types (grpo, dapo), two learning rates, and
+            RLSD-TR. Each call stops at --train-seconds with a checkpoint; calling `train`
+            again resumes every variant from it (hundreds of steps need several calls)
     bfcl    pick the GRPO variant with the best validation mean@16 (never BFCL), then
-            generate BFCL v4 single-turn answers for base, primed, that variant and RLSD-TR;
+            generate BFCL v4 single-turn answers for base, primed, that variant and RLSD-TR,
+            one model per GPU at a time (resumable: call again to finish);
             pack run logs + generations into ``--out``/rl_learning.tar.gz
     report  (on the CPU box) score the generations with BFCL's own scorer, paired bootstrap
             CIs, tables in benchmarks/results/rl_learning_gpu.{md,json,csv} and figures
@@ -130,13 +133,19 @@ def worker(work: Path, name: str, train_seconds: float) -> None:
             if time.perf_counter() - self.start > train_seconds:
                 print(f"time budget reached at step {state.global_step}", flush=True)
                 control.should_training_stop = True
+                control.should_save = True  # a checkpoint the next command resumes from
             return control
 
+    from toolrl_lib.train.run import latest_checkpoint
+
+    run_dir = work / "runs" / name
     config = load_config(VARIANTS[name] + [
         f"model.name={work / 'primed_model'}", "priming.enabled=false",
         "validation.before_training=false", f"name={name}",
     ])
-    train(config, work / "runs" / name, callbacks=[TimeLimit()])
+    # A 10-minute command cannot hold hundreds of steps: the next `train` call continues.
+    resume = latest_checkpoint(run_dir / "checkpoints") is not None
+    train(config, run_dir, resume=resume, callbacks=[TimeLimit()])
 
 
 # ---------------------------------------------------------------- phase: bfcl
@@ -174,28 +183,50 @@ def phase_bfcl(work: Path, gpus: list[str], out: Path, batch_size: int, deadline
     models = {"base": "embedded", "primed": str(work / "primed_model"),
               "grpo": str(work / "runs" / chosen / "best"),
               "rlsd": str(work / "runs" / RLSD_VARIANT / "best")}
-    procs = []
-    for i, (label, model) in enumerate(models.items()):
+    todo = []
+    for label, model in models.items():
         if label != "base" and not Path(model).exists():
             print(f"{label}: {model} missing, skipped", flush=True)
             continue
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpus[i % len(gpus)], PYTHONUNBUFFERED="1")
-        cmd = [sys.executable, "-m", "toolrl_lib.cli", "eval", "bfcl", "--model", model,
-               "--format", FAMILY, "--label", f"rl{label}", "--out", str(work / "bfcl" / label),
-               "--batch-size", str(batch_size), "--dtype", config.model.dtype, "--no-score",
-               "--max-new-tokens", str(max_new_tokens), *(["--limit", str(limit)] if limit else [])]
-        log = open(work / f"bfcl-{label}.log", "w")  # noqa: SIM115
-        procs.append((label, subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), log))
-    start = time.perf_counter()
-    for label, proc, log in procs:
-        try:
-            code = proc.wait(timeout=max(1.0, deadline_s - (time.perf_counter() - start)))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            code = "killed (deadline; generation is resumable)"
-        log.close()
-        print(f"bfcl {label}: exit {code}", flush=True)
+        todo.append((label, [
+            sys.executable, "-m", "toolrl_lib.cli", "eval", "bfcl", "--model", model,
+            "--format", FAMILY, "--label", f"rl{label}", "--out", str(work / "bfcl" / label),
+            "--batch-size", str(batch_size), "--dtype", config.model.dtype, "--no-score",
+            "--max-new-tokens", str(max_new_tokens), *(["--limit", str(limit)] if limit else [])]))
+    # One model per GPU at a time: three at batch 512 on one H200 ran out of memory on the
+    # long live prompts. Generation is resumable, so a repeated call continues.
+    run_queue(todo, gpus, deadline_s, work, "bfcl")
     pack(work, out / "rl_learning.tar.gz")
+
+
+def run_queue(jobs: list[tuple[str, list[str]]], gpus: list[str], deadline_s: float, work: Path,
+              prefix: str) -> None:
+    """Run ``jobs`` one per GPU at a time until done or ``deadline_s``; kill what is left."""
+    start = time.perf_counter()
+    pending, running = list(jobs), {}
+    while pending or running:
+        for gpu, (label, proc, log) in list(running.items()):
+            if proc.poll() is not None:
+                log.close()
+                print(f"{prefix} {label}: exit {proc.returncode}", flush=True)
+                del running[gpu]
+        if time.perf_counter() - start > deadline_s:
+            for label, proc, log in running.values():
+                proc.kill()
+                proc.wait()
+                log.close()
+                print(f"{prefix} {label}: killed (deadline; resumable)", flush=True)
+            for label, _ in pending:
+                print(f"{prefix} {label}: not started (deadline)", flush=True)
+            return
+        for gpu in [g for g in gpus if g not in running]:
+            if not pending:
+                break
+            label, cmd = pending.pop(0)
+            env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu, PYTHONUNBUFFERED="1")
+            log = open(work / f"{prefix}-{label}.log", "a")  # noqa: SIM115 - closed when it ends
+            running[gpu] = (label, subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), log)
+        time.sleep(1.0)
 
 
 def pack(work: Path, archive: Path) -> None:
@@ -224,11 +255,13 @@ def main() -> None:
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--train-seconds", type=float, default=380)
     parser.add_argument("--deadline-s", type=float, default=540, help="kill workers after this")
-    parser.add_argument("--batch-size", type=int, default=512, help="BFCL generation batch")
+    parser.add_argument("--batch-size", type=int, default=256, help="BFCL generation batch")
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--archive", help="report: the tar.gz the bfcl phase packed")
     parser.add_argument("--limit", type=int, help="bfcl: first N entries per category (dry runs)")
     parser.add_argument("--max-new-tokens", type=int, default=256, help="bfcl generation limit")
+    parser.add_argument("--common-subset", action="store_true",
+                        help="report: score only entries generated for every model (interrupted bfcl)")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
@@ -251,7 +284,7 @@ def main() -> None:
         sys.path.insert(0, str(Path(__file__).parent))
         from rl_learning_report import report
 
-        report(Path(args.archive), Path(args.out), work)
+        report(Path(args.archive), Path(args.out), work, common_subset=args.common_subset)
 
 
 if __name__ == "__main__":

@@ -68,20 +68,35 @@ def training_table(work: Path, validation: pd.DataFrame, key: str) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
-def score_bfcl(work: Path) -> dict[str, Path]:
-    """Score every generated model folder under work/bfcl with BFCL's scorer (no model load)."""
+def common_ids(folders: list[Path]) -> set[str]:
+    """Entry ids generated for every model (an interrupted bfcl phase leaves some short)."""
+    from toolrl_lib.evaluate import bfcl_results as results
+
+    sets = [{row["id"] for path in (folder / "generations").glob("*.jsonl")
+             for row in results.read_results(path)} for folder in folders]
+    return set.intersection(*sets) if sets else set()
+
+
+def score_bfcl(work: Path, common_subset: bool = False) -> tuple[dict[str, Path], int | None]:
+    """Score every generated model folder under work/bfcl with BFCL's scorer (no model load).
+
+    ``common_subset``: score only the entries every model has (paired, but NOT BFCL's
+    categories in full: the subset is whatever the interrupted generation reached)."""
     from toolrl_lib.evaluate.runner import evaluate_bfcl
 
+    folders = sorted((work / "bfcl").iterdir())
+    only = common_ids(folders) if common_subset else None
     scored = {}
-    for folder in sorted((work / "bfcl").iterdir()):
+    for folder in folders:
         settings = json.loads((folder / "generation.json").read_text())
-        limit = json.loads((folder / "run.json").read_text()).get("limit")
+        run_json = folder / "run.json"  # absent when the generating process was killed
+        limit = json.loads(run_json.read_text()).get("limit") if run_json.is_file() else None
 
         evaluate_bfcl(settings["model"], folder, family=settings["family"], label=f"rl{folder.name}",
                       max_new_tokens=settings["max_new_tokens"], dtype=settings["dtype"], limit=limit,
-                      generate=False)
+                      generate=False, only_ids=only)
         scored[folder.name] = folder
-    return scored
+    return scored, None if only is None else len(only)
 
 
 def bfcl_tables(scored: dict[str, Path]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -144,13 +159,14 @@ def markdown(frame: pd.DataFrame, digits: int = 3) -> str:
     return "\n".join(lines) + "\n"
 
 
-def report(archive: Path, out: Path, work: Path, figures: Path = Path("figures")) -> None:
+def report(archive: Path, out: Path, work: Path, figures: Path = Path("figures"),
+           common_subset: bool = False) -> None:
     extract(archive, work)
     selection = json.loads((work / "selection.json").read_text())
     key = selection["key"]
     validation = validation_table(work)
     training = training_table(work, validation, key)
-    scored = score_bfcl(work)
+    scored, n_common = score_bfcl(work, common_subset)
     summary, pairs, aggs = bfcl_tables(scored)
     out.mkdir(parents=True, exist_ok=True)
     validation.to_csv(out / "rl_learning_validation.csv", index=False)
@@ -159,6 +175,7 @@ def report(archive: Path, out: Path, work: Path, figures: Path = Path("figures")
     pairs.to_csv(out / "rl_learning_bfcl_pairs.csv", index=False)
     (out / "rl_learning.json").write_text(json.dumps({
         "selection": selection, "aggregates": aggs.to_dict(orient="records"),
+        "bfcl_common_subset_entries": n_common,
         "start": json.loads((work / "start_validation.json").read_text()),
     }, indent=2))
     plot_validation(validation, key, figures / "07_validation_curves.png")
@@ -173,6 +190,9 @@ def report(archive: Path, out: Path, work: Path, figures: Path = Path("figures")
         f"Selected GRPO variant (by validation {key}, never BFCL): **{selection['chosen']}**; "
         f"validation scores of the candidates: {json.dumps(selection['scores'])}\n",
         "## Training and validation (mean@k on our validation split)\n", markdown(training),
+        *([f"**Partial BFCL evaluation**: only the {n_common} entries generated for every model are "
+           "scored (the generation was interrupted; it runs shortest prompts first, so this subset "
+           "leans to short prompts). Paired, but not BFCL's full categories.\n"] if n_common else []),
         "## BFCL accuracy per category (official scorer)\n", markdown(acc),
         "## Paired differences on BFCL aggregates (B - A, category-stratified paired bootstrap 95% CI)\n",
         markdown(aggs[["a", "b", "aggregate", "n", "acc_a", "acc_b", "diff", "ci_low", "ci_high"]]

@@ -209,3 +209,26 @@ def test_two_gloo_processes_train_validate_and_save_once(tiny_data, tmp_path):
     # (Resuming a 2-process CPU run is not tested: torch cannot map_location "cpu:0".)
     assert {p.name for p in (out / "checkpoints" / "checkpoint-2").glob("rng_state_*.pth")} == {
         "rng_state_0.pth", "rng_state_1.pth"}
+
+
+def test_final_validation_loads_outside_zero3():
+    """After a ZeRO-3 run rank 0 alone loads last/: from_pretrained must no longer see a
+    registered ZeRO-3 config (it would partition the weights over ranks that never come)."""
+    import weakref
+
+    from transformers.integrations import deepspeed as hf_deepspeed
+
+    from toolrl_lib.train.run import leave_zero3_loading
+
+    class Zero3Config:
+        def is_zero3(self) -> bool:
+            return True
+
+    config = Zero3Config()
+    hf_deepspeed._hf_deepspeed_config_weak_ref = weakref.ref(config)
+    try:
+        assert hf_deepspeed.is_deepspeed_zero3_enabled()
+        leave_zero3_loading()
+        assert not hf_deepspeed.is_deepspeed_zero3_enabled()
+    finally:
+        hf_deepspeed._hf_deepspeed_config_weak_ref = None

@@ -164,8 +164,14 @@ def evaluate_bfcl(
     progress: bool = False,
     run_scorer: bool = True,
     generate: bool = True,
+    only_ids: set[str] | None = None,
 ) -> BfclRun:
-    """Generate (resumably), write BFCL result files, score them officially, tabulate."""
+    """Generate (resumably), write BFCL result files, score them officially, tabulate.
+
+    ``only_ids`` (with ``generate=False``) scores just those entries, e.g. the entries every
+    model of an interrupted comparison has; BFCL's partial evaluation scores what is there."""
+    if only_ids is not None and generate:
+        raise ValueError("only_ids restricts scoring of existing generations: pass generate=False")
     from toolrl_lib.evaluate.analysis import aggregates, entries_table, summary_table
     from toolrl_lib.evaluate.backends import load_for_eval
 
@@ -198,7 +204,10 @@ def evaluate_bfcl(
     timings["generate_s"] = time.perf_counter() - t0
     timings["generated"] = generated
 
-    wanted = {c: [ex.id for ex in load_bfcl_examples(c, limit=limit)] for c in cats}
+    wanted = {c: [ex.id for ex in load_bfcl_examples(c, limit=limit)
+                  if only_ids is None or ex.id in only_ids] for c in cats}
+    if only_ids is not None:
+        cats = [c for c in cats if wanted[c]]  # a category with nothing in common is left out
     for category in cats:
         rows = {r["id"]: r for r in results.read_results(generations_file(out, category))}
         missing = [i for i in wanted[category] if i not in rows]
@@ -219,7 +228,7 @@ def evaluate_bfcl(
         summary = summary_table(entries)
         summary.to_csv(out / "summary.csv", index=False)
         run.summary = summary.to_dict(orient="records")
-        run.aggregates = aggregates(summary, full_categories=limit is None)
+        run.aggregates = aggregates(summary, full_categories=limit is None and only_ids is None)
     (out / "run.json").write_text(json.dumps(run.to_dict(), indent=2, default=str))
     return run
 

@@ -153,6 +153,20 @@ def save_last(trainer: Any, tokenizer: Any, folder: Path, dist: Dist) -> None:
     dist.barrier()
 
 
+def leave_zero3_loading() -> None:
+    """After a DeepSpeed ZeRO-3 run, load models as plain single-process models again.
+
+    While the trainer's DeepSpeed config is registered, ``from_pretrained`` builds every
+    model inside ``deepspeed.zero.Init`` (a collective that partitions weights over all
+    ranks). The final validation loads ``last/`` on rank 0 alone, so that load would wait
+    forever for the other ranks, already waiting at the closing barrier."""
+    try:
+        from transformers.integrations.deepspeed import unset_hf_deepspeed_config
+    except ImportError:  # no deepspeed integration in this transformers: nothing registered
+        return
+    unset_hf_deepspeed_config()
+
+
 def validation_scores(
     config: RunConfig, model: Any, tokenizer: Any, examples: list[Any], family: str
 ) -> dict[str, float]:
@@ -363,6 +377,7 @@ def _train(
     save_last(trainer, tokenizer, paths.last, dist)
     step = trainer.state.global_step
     del trainer, model
+    leave_zero3_loading()
     if dist.main:
         if v.enabled:
             t0 = time.perf_counter()

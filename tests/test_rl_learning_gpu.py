@@ -1,0 +1,37 @@
+"""benchmarks/rl_learning_gpu.py helpers that must be right before a GPU session: the job
+queue (one job per GPU at a time, deadline kill) and the validation-only selection."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import rl_learning_gpu as rl  # noqa: E402
+
+
+def test_queue_runs_one_job_per_gpu_and_kills_at_the_deadline(tmp_path, capsys):
+    say = [sys.executable, "-c", "import os; print('gpu', os.environ['CUDA_VISIBLE_DEVICES'])"]
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    jobs = [("a", say), ("b", say), ("c", sleep), ("d", say)]
+    rl.run_queue(jobs, ["0", "1"], deadline_s=8, work=tmp_path, prefix="t")
+    out = capsys.readouterr().out
+    assert "t a: exit 0" in out and "t b: exit 0" in out
+    assert "t c: killed (deadline; resumable)" in out
+    assert "gpu 0" in (tmp_path / "t-a.log").read_text() and "gpu 1" in (tmp_path / "t-b.log").read_text()
+    assert "t d: exit 0" in out  # d took the GPU b freed while c was still sleeping
+
+
+def test_selection_uses_validation_only_and_skips_rlsd(tmp_path):
+    rows = {"grpo-weighted": "25,grpo,0.20\n50,final,0.25\n",
+            "grpo-binary": "25,grpo,0.30\n50,final,0.10\n",
+            "rlsd-weighted": "25,grpo,0.90\n"}
+    for name, body in rows.items():
+        folder = tmp_path / "runs" / name
+        folder.mkdir(parents=True)
+        (folder / "validation.csv").write_text("step,stage,binary_mean@16\n0,primed,0.5\n" + body)
+    assert rl.select_grpo(tmp_path, "binary_mean@16") == "grpo-binary"  # best row, not final
+    assert rl.best_validation(tmp_path / "runs" / "grpo-weighted", "binary_mean@16") == (0.25, 50)
+    assert rl.best_validation(tmp_path / "runs" / "missing", "binary_mean@16")[1] == -1
