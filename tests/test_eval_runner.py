@@ -123,3 +123,15 @@ def test_small_categories_share_generate_calls(tiny_dir, tmp_path):
         assert ids == sorted(ex.id for ex in load_bfcl_examples(category, limit=2))
     assert runner.generate_pending(loader, tmp_path, cats, "hermes", limit=2, chunk=4) == 0
     assert calls == [4, 2]  # nothing pending: no call, no model load
+
+
+def test_scoring_a_common_subset_of_existing_generations(tiny_dir, tmp_path):
+    kwargs = dict(family="hermes", categories="simple_python,irrelevance", max_new_tokens=2,
+                  run_scorer=False, label="tiny", limit=2)
+    runner.evaluate_bfcl(tiny_dir, tmp_path, **kwargs)
+    with pytest.raises(ValueError, match="generate=False"):
+        runner.evaluate_bfcl(tiny_dir, tmp_path, only_ids={"simple_python_0"}, **kwargs)
+    run = runner.evaluate_bfcl(tiny_dir, tmp_path, generate=False, only_ids={"simple_python_0"}, **kwargs)
+    assert run.categories == ["simple_python"]  # irrelevance has nothing in the subset
+    rows = results.read_results(results.result_file(tmp_path, "tiny", "simple_python"))
+    assert [r["id"] for r in rows] == ["simple_python_0"]
