@@ -26,7 +26,7 @@ from toolrl_lib.evaluate.backends import load_for_eval
 from toolrl_lib.evaluate.bfcl_results import read_results, result_file, write_results
 from toolrl_lib.evaluate.bfcl_venv import ensure_bfcl_venv
 from toolrl_lib.evaluate.replay import replay_ground_truth
-from toolrl_lib.evaluate.runner import generate_category, generations_file, parse_categories
+from toolrl_lib.evaluate.runner import generate_pending, generations_file, parse_categories
 from toolrl_lib.evaluate.scorer import score
 from toolrl_lib.paths import project_root
 
@@ -60,7 +60,7 @@ def main() -> None:
         state = {"model": loaded}
         for category in cats:
             t = time.perf_counter()
-            n = generate_category(None, work, category, args.family, limit, chunk=64, state=state)
+            n = generate_pending(None, work, [category], args.family, limit, chunk=64, state=state)
             seconds = time.perf_counter() - t
             rows.append({"category": category, "entries": n, "generate_s": seconds, "entries_per_s": n / seconds})
             print(rows[-1], flush=True)

@@ -77,20 +77,6 @@ def generations_file(out_dir: str | Path, category: str) -> Path:
     return Path(out_dir) / "generations" / f"{category}.jsonl"
 
 
-def generate_category(
-    loader: Any,
-    out_dir: Path,
-    category: str,
-    family: str | None,
-    limit: int | None,
-    chunk: int = 64,
-    progress: bool = False,
-    state: dict[str, Any] | None = None,
-) -> int:
-    """Complete the entries of one category not yet generated (see ``generate_pending``)."""
-    return generate_pending(loader, out_dir, [category], family, limit, chunk, progress, state)
-
-
 def generate_pending(
     loader: Any,
     out_dir: Path,
