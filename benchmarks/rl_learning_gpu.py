@@ -175,7 +175,8 @@ def select_grpo(work: Path, key: str) -> str:
 
 
 def phase_bfcl(work: Path, gpus: list[str], out: Path, batch_size: int, deadline_s: float,
-               limit: int | None = None, max_new_tokens: int = 256) -> None:
+               limit: int | None = None, max_new_tokens: int = 256,
+               max_batch_tokens: int | None = None) -> None:
     config = load_config([])
     key = f"{config.validation.best_scheme}_mean@{config.validation.k}"
     chosen = select_grpo(work, key)
@@ -192,9 +193,11 @@ def phase_bfcl(work: Path, gpus: list[str], out: Path, batch_size: int, deadline
             sys.executable, "-m", "toolrl_lib.cli", "eval", "bfcl", "--model", model,
             "--format", FAMILY, "--label", f"rl{label}", "--out", str(work / "bfcl" / label),
             "--batch-size", str(batch_size), "--dtype", config.model.dtype, "--no-score",
-            "--max-new-tokens", str(max_new_tokens), *(["--limit", str(limit)] if limit else [])]))
-    # One model per GPU at a time: three at batch 512 on one H200 ran out of memory on the
-    # long live prompts. Generation is resumable, so a repeated call continues.
+            "--max-new-tokens", str(max_new_tokens), *(["--limit", str(limit)] if limit else []),
+            *(["--max-batch-tokens", str(max_batch_tokens)] if max_batch_tokens else [])]))
+    # One model per GPU at a time, and long prompts in smaller batches (max_batch_tokens):
+    # three models at batch 512 on one H200 ran out of memory on the long live prompts.
+    # Generation is resumable, so a repeated call continues.
     run_queue(todo, gpus, deadline_s, work, "bfcl")
     pack(work, out / "rl_learning.tar.gz")
 
@@ -255,7 +258,9 @@ def main() -> None:
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--train-seconds", type=float, default=380)
     parser.add_argument("--deadline-s", type=float, default=540, help="kill workers after this")
-    parser.add_argument("--batch-size", type=int, default=256, help="BFCL generation batch")
+    parser.add_argument("--batch-size", type=int, default=512, help="BFCL generation batch")
+    parser.add_argument("--max-batch-tokens", type=int, default=2**20,
+                        help="BFCL: cap on prompts x (longest prompt + max new tokens) per batch")
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--archive", help="report: the tar.gz the bfcl phase packed")
     parser.add_argument("--limit", type=int, help="bfcl: first N entries per category (dry runs)")
@@ -279,7 +284,7 @@ def main() -> None:
         worker(work, args.variant, args.train_seconds)
     elif args.phase == "bfcl":
         phase_bfcl(work, gpus, Path(args.out), args.batch_size, args.deadline_s, args.limit,
-                   args.max_new_tokens)
+                   args.max_new_tokens, args.max_batch_tokens)
     else:
         sys.path.insert(0, str(Path(__file__).parent))
         from rl_learning_report import report

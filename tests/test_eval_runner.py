@@ -135,3 +135,39 @@ def test_scoring_a_common_subset_of_existing_generations(tiny_dir, tmp_path):
     assert run.categories == ["simple_python"]  # irrelevance has nothing in the subset
     rows = results.read_results(results.result_file(tmp_path, "tiny", "simple_python"))
     assert [r["id"] for r in rows] == ["simple_python_0"]
+
+
+def test_chunks_respect_the_token_budget():
+    # budget 100, 10 new tokens: lengths 10 -> (n x 20) fits 5; 30 -> (n x 40) fits 2; 95 alone
+    spans = runner.plan_chunks([10, 10, 10, 10, 10, 10, 30, 30, 30, 95], 4, 100, 10)
+    assert spans == [(0, 4), (4, 6), (6, 8), (8, 9), (9, 10)]
+    for start, stop in spans[:-1]:
+        assert (stop - start) <= 4
+    with pytest.raises(ValueError, match="sorted"):
+        runner.plan_chunks([30, 10], 4, 100, 10)
+
+
+def test_token_budget_splits_long_prompts_into_smaller_calls(tiny_dir, tmp_path):
+    """With a budget, calls shrink as prompts grow; every entry is still generated once."""
+    from toolrl_lib.models import load_tokenizer
+
+    tokenizer = load_tokenizer(tiny_dir)
+    calls: list[list[int]] = []
+
+    def complete(prompts):
+        calls.append([len(tokenizer(p, add_special_tokens=False)["input_ids"]) for p in prompts])
+        return ["x"] * len(prompts)
+
+    def loader():
+        return backends.LoadedModel(tokenizer, complete, "fake")
+
+    cats = ["simple_python", "live_multiple"]
+    budget = 6000
+    n = runner.generate_pending(loader, tmp_path, cats, "hermes", limit=6, chunk=8,
+                                max_batch_tokens=budget, max_new_tokens=16)
+    assert n == 12 and sum(len(c) for c in calls) == 12
+    assert len(calls) > 2  # 12 prompts at chunk 8 would be 2 calls without the budget
+    lengths = [t for call in calls for t in call]
+    assert lengths == sorted(lengths)
+    for call in calls:
+        assert len(call) == 1 or len(call) * (max(call) + 16) <= budget

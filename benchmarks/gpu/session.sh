@@ -16,7 +16,8 @@
 #     python benchmarks/rl_learning_gpu.py report --archive rl_learning.tar.gz
 #   7 [.whl/unsloth if step 3 was skipped]  GRPO throughput, all variants, both GPUs; repeat
 #     with TP_RESUME=1 until every row is measured -> throughput.tar.gz
-#   8 [data/processed/smoke]  multi-GPU: 1 GPU vs DDP on 2 (micro-batch layout), ZeRO-3 full FT
+#   8 [data/processed/smoke]  multi-GPU: 1 GPU vs DDP on 2 (micro-batch layout), ZeRO-3 full FT;
+#     MG_RUNS=zero3 MG_RESUME=1: only the ZeRO-3 run, merged into the committed multi_gpu.json
 #   model: just the embedded model (for a session that starts at step 8)
 set -uo pipefail
 export PYTHONPATH=/tmp/site:$PWD TOOLRL_CACHE=/tmp/toolrl-cache HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
@@ -52,8 +53,9 @@ case "${1:?step}" in
      python3 benchmarks/grpo_throughput.py --out /tmp/tp ${TP_RESUME:+--resume} --time-budget-s "$(left ${S7:-560})" \
        --variants "$TP_VARIANTS" > /tmp/tp.log 2>&1
      tail -12 /tmp/tp.log; cp /tmp/tp*.log /tmp/tp/; pack throughput -C /tmp tp ;;
-  8) python3 benchmarks/multi_gpu.py --out /tmp/mg --work /tmp/mgw --steps "${MG_STEPS:-5}" \
+  8) if [ -n "${MG_RESUME:-}" ]; then mkdir -p /tmp/mg && cp benchmarks/results/multi_gpu.json /tmp/mg/; fi
+     python3 benchmarks/multi_gpu.py --out /tmp/mg --work /tmp/mgw --steps "${MG_STEPS:-5}" \
        --global-batch 64 --micro-batch 32 --completion-tokens 64 --priming-steps 8 --val-examples 8 \
-       --time-budget-s "${MG_S:-330}" 2>&1 | tail -25
+       --runs "${MG_RUNS:-1gpu,ddp2,zero3}" ${MG_RESUME:+--resume} --time-budget-s "${MG_S:-330}" 2>&1 | tail -25
      pack multi_gpu -C /tmp mg ;;
 esac

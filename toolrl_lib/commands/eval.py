@@ -20,6 +20,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bfcl.add_argument("--label", help="model name in tables (default: from --model)")
     bfcl.add_argument("--max-new-tokens", type=int, default=256)
     bfcl.add_argument("--batch-size", type=int, default=16)
+    bfcl.add_argument("--max-batch-tokens", type=int,
+                      help="also cap a batch at prompts x (longest prompt + max new tokens) tokens "
+                           "(long prompts then go in smaller batches; default: no cap)")
     bfcl.add_argument("--backend", default="auto", choices=("auto", "hf", "vllm"))
     bfcl.add_argument("--dtype", default="auto")
     bfcl.add_argument("--no-score", action="store_true", help="only generate (score later)")
@@ -73,6 +76,7 @@ def _bfcl(args: argparse.Namespace) -> int:
         args.model, out, family=args.family, label=args.label, categories=categories,
         limit=args.limit, max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
         backend=args.backend, dtype=args.dtype, progress=True, run_scorer=not args.no_score,
+        max_batch_tokens=args.max_batch_tokens,
     )  # fmt: skip
     _print_summary(run.summary, run.aggregates)
     print(f"results: {out}")

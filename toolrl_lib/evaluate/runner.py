@@ -86,6 +86,8 @@ def generate_pending(
     chunk: int = 64,
     progress: bool = False,
     state: dict[str, Any] | None = None,
+    max_batch_tokens: int | None = None,
+    max_new_tokens: int = 256,
 ) -> int:
     """Complete every entry of ``categories`` not yet in its generations file; returns how many.
 
@@ -94,6 +96,10 @@ def generate_pending(
     shares a ``generate`` call instead of paying a whole one (on a GPU a call costs about
     the same for 16 prompts as for 512). Each chunk is appended to its categories' files
     as soon as it is done, so an interrupted run resumes where it stopped.
+
+    ``max_batch_tokens`` also caps a chunk's padded size, prompts x (longest prompt +
+    ``max_new_tokens``) tokens: the KV cache and the prefill's attention mask grow with it,
+    and BFCL's long live prompts at a short-prompt batch size ran an H200 out of memory.
 
     ``loader()`` returns a ``LoadedModel``; it is only called when work is left, and the
     result is cached in ``state`` so several calls share one loaded model.
@@ -117,11 +123,18 @@ def generate_pending(
 
     adapter = get_adapter(family)
     rendered = [(adapter.render_prompt(ex, loaded.tokenizer), category, ex) for category, ex in todo]
-    rendered.sort(key=lambda item: len(item[0]))  # similar lengths per batch: less padding
+    if max_batch_tokens is None:
+        rendered.sort(key=lambda item: len(item[0]))  # similar lengths per batch: less padding
+        spans = [(start, min(start + chunk, len(rendered))) for start in range(0, len(rendered), chunk)]
+    else:
+        counted = [(_token_count(loaded.tokenizer, item[0]), item) for item in rendered]
+        counted.sort(key=lambda pair: pair[0])
+        rendered = [item for _, item in counted]
+        spans = plan_chunks([n for n, _ in counted], chunk, max_batch_tokens, max_new_tokens)
     label = categories[0] if len(categories) == 1 else f"{len(categories)} categories"
     bar = _bar(len(todo), label, progress)
-    for start in range(0, len(rendered), chunk):
-        part = rendered[start : start + chunk]
+    for start, stop in spans:
+        part = rendered[start:stop]
         texts = loaded.complete([prompt for prompt, _, _ in part])
         by_category: dict[str, list[dict[str, Any]]] = {}
         for (_, category, ex), text in zip(part, texts, strict=True):
@@ -133,6 +146,31 @@ def generate_pending(
     if bar is not None:
         bar.close()
     return len(todo)
+
+
+def plan_chunks(
+    prompt_tokens: list[int], max_prompts: int, max_batch_tokens: int, max_new_tokens: int
+) -> list[tuple[int, int]]:
+    """Cut prompts sorted by length into ``(start, stop)`` spans of at most ``max_prompts``
+    whose padded size, count x (longest + ``max_new_tokens``), stays within ``max_batch_tokens``.
+
+    A prompt too long for the budget on its own still gets a span of one (generation may
+    then run out of memory, but the entry is not skipped silently)."""
+    if any(b < a for a, b in zip(prompt_tokens, prompt_tokens[1:], strict=False)):
+        raise ValueError("plan_chunks needs prompt lengths sorted ascending")
+    spans, start = [], 0
+    while start < len(prompt_tokens):
+        stop = start + 1
+        while (stop < len(prompt_tokens) and stop - start < max_prompts
+               and (stop + 1 - start) * (prompt_tokens[stop] + max_new_tokens) <= max_batch_tokens):
+            stop += 1
+        spans.append((start, stop))
+        start = stop
+    return spans
+
+
+def _token_count(tokenizer: Any, text: str) -> int:
+    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
 def evaluate_bfcl(
@@ -151,6 +189,7 @@ def evaluate_bfcl(
     run_scorer: bool = True,
     generate: bool = True,
     only_ids: set[str] | None = None,
+    max_batch_tokens: int | None = None,
 ) -> BfclRun:
     """Generate (resumably), write BFCL result files, score them officially, tabulate.
 
@@ -186,7 +225,8 @@ def evaluate_bfcl(
     generated = 0
     if generate:  # generate=False: score what is there (no model load)
         generated = generate_pending(loader, out, cats, family, limit, chunk=max(64, batch_size),
-                                     progress=progress, state=state)
+                                     progress=progress, state=state,
+                                     max_batch_tokens=max_batch_tokens, max_new_tokens=max_new_tokens)
     timings["generate_s"] = time.perf_counter() - t0
     timings["generated"] = generated
 
