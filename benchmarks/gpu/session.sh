@@ -55,7 +55,7 @@ case "${1:?step}" in
      tail -12 /tmp/tp.log; cp /tmp/tp*.log /tmp/tp/; pack throughput -C /tmp tp ;;
   8) if [ -n "${MG_RESUME:-}" ]; then mkdir -p /tmp/mg && cp benchmarks/results/multi_gpu.json /tmp/mg/; fi
      python3 benchmarks/multi_gpu.py --out /tmp/mg --work /tmp/mgw --steps "${MG_STEPS:-5}" \
-       --global-batch 64 --micro-batch 32 --completion-tokens 64 --priming-steps 8 --val-examples 8 \
+       --global-batch 64 --micro-batch 32 --completion-tokens "${MG_TOKENS:-64}" --priming-steps 8 --val-examples 8 \
        --runs "${MG_RUNS:-1gpu,ddp2,zero3}" ${MG_RESUME:+--resume} --time-budget-s "${MG_S:-330}" 2>&1 | tail -25
      pack multi_gpu -C /tmp mg ;;
 esac
