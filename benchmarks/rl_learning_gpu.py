@@ -167,7 +167,9 @@ def best_validation(run_dir: Path, key: str) -> tuple[float, int]:
 def select_grpo(work: Path, key: str) -> str:
     """The non-RLSD variant with the highest validation mean@k (the only selection made)."""
     scored = {name: best_validation(work / "runs" / name, key)[0]
-              for name in VARIANTS if name != RLSD_VARIANT}
+              for name in VARIANTS if name != RLSD_VARIANT and (work / "runs" / name).is_dir()}
+    if not scored:
+        raise SystemExit(f"no GRPO variant has run under {work / 'runs'}: run the train phase first")
     chosen = max(scored, key=scored.get)
     (work / "selection.json").write_text(json.dumps({"key": key, "scores": scored, "chosen": chosen},
                                                     indent=2))
@@ -184,6 +186,8 @@ def phase_bfcl(work: Path, gpus: list[str], out: Path, batch_size: int, deadline
     models = {"base": "embedded", "primed": str(work / "primed_model"),
               "grpo": str(work / "runs" / chosen / "best"),
               "rlsd": str(work / "runs" / RLSD_VARIANT / "best")}
+    if chosen != RLSD_PAIR:  # RLSD-TR's same-loss GRPO twin, so that pair is compared on BFCL too
+        models["pair"] = str(work / "runs" / RLSD_PAIR / "best")
     todo = []
     for label, model in models.items():
         if label != "base" and not Path(model).exists():

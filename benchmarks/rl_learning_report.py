@@ -15,8 +15,9 @@ from typing import Any
 import pandas as pd
 
 PAIRS = [  # (A, B): rows report B - A
-    ("primed", "grpo"), ("base", "grpo"), ("grpo", "rlsd"), ("primed", "rlsd"), ("base", "primed"),
-]
+    ("primed", "grpo"), ("base", "grpo"), ("grpo", "rlsd"), ("pair", "rlsd"), ("primed", "rlsd"),
+    ("base", "primed"),
+]  # "pair": grpo-weighted, RLSD-TR's same-loss twin, evaluated when the selection chose another
 
 
 def extract(archive: Path, work: Path) -> None:
@@ -163,6 +164,8 @@ def report(archive: Path, out: Path, work: Path, figures: Path = Path("figures")
            common_subset: bool = False) -> None:
     extract(archive, work)
     selection = json.loads((work / "selection.json").read_text())
+    # a variant that never ran scored -inf in archives made before select_grpo skipped it
+    selection["scores"] = {k: v for k, v in selection["scores"].items() if v != float("-inf")}
     key = selection["key"]
     validation = validation_table(work)
     training = training_table(work, validation, key)

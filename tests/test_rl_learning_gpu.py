@@ -35,3 +35,15 @@ def test_selection_uses_validation_only_and_skips_rlsd(tmp_path):
     assert rl.select_grpo(tmp_path, "binary_mean@16") == "grpo-binary"  # best row, not final
     assert rl.best_validation(tmp_path / "runs" / "grpo-weighted", "binary_mean@16") == (0.25, 50)
     assert rl.best_validation(tmp_path / "runs" / "missing", "binary_mean@16")[1] == -1
+    import json
+
+    scores = json.loads((tmp_path / "selection.json").read_text())["scores"]
+    assert set(scores) == {"grpo-weighted", "grpo-binary"}  # variants that never ran are not candidates
+
+
+def test_selection_refuses_when_no_grpo_variant_ran(tmp_path):
+    import pytest
+
+    (tmp_path / "runs" / "rlsd-weighted").mkdir(parents=True)
+    with pytest.raises(SystemExit, match="no GRPO variant"):
+        rl.select_grpo(tmp_path, "binary_mean@16")
