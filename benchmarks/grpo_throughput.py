@@ -98,6 +98,10 @@ VARIANTS: dict[str, Variant] = {
     "unsloth": Variant(backend="unsloth", note="FastLanguageModel + get_peft_model, Unsloth-patched TRL"),
     "unsloth_gen_batch64": Variant(backend="unsloth", grpo={"generation_batch_size": 64},
                                    note="Unsloth + 64 completions per generate call"),
+    "unsloth_gen_batch128": Variant(backend="unsloth", grpo={"generation_batch_size": 128},
+                                    note="Unsloth + 128 completions per generate call = 4 optimizer steps"),
+    "unsloth_gen_batch64_micro32": Variant(backend="unsloth", grpo={"generation_batch_size": 64}, micro_batch=32,
+                                           note="Unsloth + 64 per generate call + one 32-completion micro-batch"),
 }
 DEFAULT_JOBS = ("peft_default,unsloth,peft_gen_batch64,peft_paged,peft_static_compile,"
                 "peft_gen_batch128,peft_no_gc,peft_micro32")

@@ -35,6 +35,10 @@ def test_plan_covers_whole_generation_rounds():
     assert gt.plan_steps(gt.VARIANTS["peft_default"], w, 1, 2) == (1, 2)
     assert gt.plan_steps(gt.VARIANTS["peft_gen_batch64"], w, 1, 2) == (2, 2)
     assert gt.plan_steps(gt.VARIANTS["peft_gen_batch128"], w, 1, 2) == (4, 4)
+    assert gt.plan_steps(gt.VARIANTS["unsloth_gen_batch128"], w, 1, 2) == (4, 4)
+    v = gt.VARIANTS["unsloth_gen_batch64_micro32"]
+    assert gt.plan_steps(v, w, 1, 2) == (2, 2)
+    assert gt.workload_for("qwen3-8b", gt.Job("unsloth_gen_batch64_micro32", 256), v).micro_batch == 32
     job = gt.Job("peft_micro32", 1024)
     w32 = gt.workload_for("qwen3-8b", job, gt.VARIANTS["peft_micro32"])
     assert (w32.micro_batch, w32.completion_tokens, w32.completions_per_step) == (32, 1024, 32)
