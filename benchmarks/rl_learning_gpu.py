@@ -44,9 +44,10 @@ VARIANTS: dict[str, list[str]] = {
     "grpo-binary": ["reward.scheme=binary"],
     "dapo-weighted": ["grpo.loss_type=dapo"],
     "rlsd-weighted": ["grpo.loss_type=rlsd", "rlsd.base_loss_type=grpo"],
+    "rlsd-dapo-weighted": ["grpo.loss_type=rlsd", "rlsd.base_loss_type=dapo"],
 }
-RLSD_VARIANT = "rlsd-weighted"
-RLSD_PAIR = "grpo-weighted"  # same everything but the loss: the issue-8 comparison
+# RLSD-TR variant -> its GRPO twin (same everything but the token weights): the issue-8 pair
+RLSD_TWINS = {"rlsd-weighted": "grpo-weighted", "rlsd-dapo-weighted": "dapo-weighted"}
 
 
 EXTRA: list[str] = []  # --set overrides for every phase (e.g. a tiny CPU dry run)
@@ -100,7 +101,7 @@ def phase_train(work: Path, gpus: list[str], train_seconds: float, variants: lis
     for i, name in enumerate(variants):
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpus[i % len(gpus)], OMP_NUM_THREADS="4",
                    PYTHONUNBUFFERED="1")
-        log = open(work / f"train-{name}.log", "w")  # noqa: SIM115 - closed after wait()
+        log = open(work / f"train-{name}.log", "a")  # noqa: SIM115 - closed after wait(); a resumed call appends
         cmd = [sys.executable, __file__, "worker", "--work", str(work), "--variant", name,
                "--train-seconds", str(train_seconds), "--device", DEVICE,
                *[f"--set={item}" for item in EXTRA]]
@@ -167,13 +168,22 @@ def best_validation(run_dir: Path, key: str) -> tuple[float, int]:
 def select_grpo(work: Path, key: str) -> str:
     """The non-RLSD variant with the highest validation mean@k (the only selection made)."""
     scored = {name: best_validation(work / "runs" / name, key)[0]
-              for name in VARIANTS if name != RLSD_VARIANT and (work / "runs" / name).is_dir()}
+              for name in VARIANTS if name not in RLSD_TWINS and (work / "runs" / name).is_dir()}
     if not scored:
         raise SystemExit(f"no GRPO variant has run under {work / 'runs'}: run the train phase first")
     chosen = max(scored, key=scored.get)
-    (work / "selection.json").write_text(json.dumps({"key": key, "scores": scored, "chosen": chosen},
-                                                    indent=2))
+    rlsd = pick_rlsd(work, chosen)
+    (work / "selection.json").write_text(json.dumps(
+        {"key": key, "scores": scored, "chosen": chosen, "rlsd": rlsd,
+         "rlsd_twin": RLSD_TWINS.get(rlsd or "")}, indent=2))
     return chosen
+
+
+def pick_rlsd(work: Path, chosen: str) -> str | None:
+    """The RLSD-TR run to evaluate: the twin of the chosen GRPO variant if it ran, else any."""
+    ran = [name for name in RLSD_TWINS if (work / "runs" / name).is_dir()]
+    twins = [name for name in ran if RLSD_TWINS[name] == chosen]
+    return (twins or ran or [None])[0]
 
 
 def phase_bfcl(work: Path, gpus: list[str], out: Path, batch_size: int, deadline_s: float,
@@ -184,10 +194,12 @@ def phase_bfcl(work: Path, gpus: list[str], out: Path, batch_size: int, deadline
     chosen = select_grpo(work, key)
     print(f"selected on validation {key}: {chosen}", flush=True)
     models = {"base": "embedded", "primed": str(work / "primed_model"),
-              "grpo": str(work / "runs" / chosen / "best"),
-              "rlsd": str(work / "runs" / RLSD_VARIANT / "best")}
-    if chosen != RLSD_PAIR:  # RLSD-TR's same-loss GRPO twin, so that pair is compared on BFCL too
-        models["pair"] = str(work / "runs" / RLSD_PAIR / "best")
+              "grpo": str(work / "runs" / chosen / "best")}
+    rlsd = pick_rlsd(work, chosen)
+    if rlsd:
+        models["rlsd"] = str(work / "runs" / rlsd / "best")
+        if RLSD_TWINS[rlsd] != chosen:  # RLSD-TR's GRPO twin, so that pair is compared on BFCL too
+            models["pair"] = str(work / "runs" / RLSD_TWINS[rlsd] / "best")
     todo = []
     for label, model in models.items():
         if label != "base" and not Path(model).exists():

@@ -17,7 +17,7 @@ import pandas as pd
 PAIRS = [  # (A, B): rows report B - A
     ("primed", "grpo"), ("base", "grpo"), ("grpo", "rlsd"), ("pair", "rlsd"), ("primed", "rlsd"),
     ("base", "primed"),
-]  # "pair": grpo-weighted, RLSD-TR's same-loss twin, evaluated when the selection chose another
+]  # "pair": RLSD-TR's GRPO twin (same loss), evaluated when the selection chose another variant
 
 
 def extract(archive: Path, work: Path) -> None:
@@ -182,7 +182,9 @@ def report(archive: Path, out: Path, work: Path, figures: Path = Path("figures")
         "start": json.loads((work / "start_validation.json").read_text()),
     }, indent=2))
     plot_validation(validation, key, figures / "07_validation_curves.png")
-    plot_validation(validation, key, figures / "08_grpo_vs_rlsd.png", only=["grpo-weighted", "rlsd-weighted"])
+    rlsd = selection.get("rlsd", "rlsd-weighted")  # archives before the key existed ran rlsd-weighted
+    twin = selection.get("rlsd_twin", "grpo-weighted")
+    plot_validation(validation, key, figures / "08_grpo_vs_rlsd.png", only=[twin, rlsd])
     if not summary.empty:
         plot_bfcl(summary, figures / "07_bfcl_categories.png")
     acc = summary.pivot(index="category", columns="model", values="accuracy").reset_index()

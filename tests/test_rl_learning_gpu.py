@@ -47,3 +47,24 @@ def test_selection_refuses_when_no_grpo_variant_ran(tmp_path):
     (tmp_path / "runs" / "rlsd-weighted").mkdir(parents=True)
     with pytest.raises(SystemExit, match="no GRPO variant"):
         rl.select_grpo(tmp_path, "binary_mean@16")
+
+
+def test_rlsd_run_paired_with_its_grpo_twin(tmp_path):
+    import json
+
+    def ran(name, body="25,grpo,0.2\n"):
+        folder = tmp_path / "runs" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "validation.csv").write_text("step,stage,binary_mean@16\n" + body)
+
+    ran("grpo-weighted")
+    ran("dapo-weighted", "25,grpo,0.3\n")
+    ran("rlsd-weighted", "25,grpo,0.9\n")  # never a GRPO candidate, however well it validates
+    assert rl.select_grpo(tmp_path, "binary_mean@16") == "dapo-weighted"
+    assert rl.pick_rlsd(tmp_path, "dapo-weighted") == "rlsd-weighted"  # the only RLSD run
+    selection = json.loads((tmp_path / "selection.json").read_text())
+    assert (selection["rlsd"], selection["rlsd_twin"]) == ("rlsd-weighted", "grpo-weighted")
+    ran("rlsd-dapo-weighted")
+    assert rl.pick_rlsd(tmp_path, "dapo-weighted") == "rlsd-dapo-weighted"  # the chosen one's twin
+    assert rl.pick_rlsd(tmp_path, "grpo-weighted") == "rlsd-weighted"
+    assert rl.pick_rlsd(tmp_path / "empty", "grpo-weighted") is None

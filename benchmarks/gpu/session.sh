@@ -10,7 +10,11 @@
 #   4 [.whl/gguf2 data/processed/smoke]  model from the GGUF (sha256 checked), RL phase "prime" on
 #     GPU 0, then RL phase "train" over both GPUs until the call's budget (S4, default 570 s)
 #   5 [data/processed/smoke]  RL "train" again: every variant resumes from its checkpoint
-#     (repeat for more steps)
+#     (repeat for more steps). Measured: four variants, two per GPU, reach ~53 optimizer steps
+#     in step 4's ~6 minutes; one per GPU roughly doubles that. A longer run of the variant
+#     selected on validation and its RLSD-TR twin, one per GPU:
+#     RL_VARIANTS=dapo-weighted,rlsd-dapo-weighted for steps 4 and 5 (30 min of device time:
+#     1, 4, 5, 6 fit with S6 <= 500)
 #   6 [data/processed/smoke]  RL phase "bfcl" (one model per GPU at a time; repeat to finish)
 #     -> rl_learning.tar.gz; then on this box:
 #     python benchmarks/rl_learning_gpu.py report --archive rl_learning.tar.gz
