@@ -1,4 +1,5 @@
-"""Figures for notebook 05: accuracy with CIs, call/validity rates, error taxonomy."""
+"""Figures for notebook 05: accuracy with CIs, call/validity rates, error taxonomy,
+paired differences with CIs."""
 
 from __future__ import annotations
 
@@ -78,6 +79,34 @@ def plot_errors(taxonomy: pd.DataFrame, path: str | Path) -> Path:
         ax.legend(fontsize=7, bbox_to_anchor=(1.02, 1), loc="upper left")
     ax.set_ylabel("share of all scored entries")
     ax.set_title("BFCL error types")
+    return _save(fig, path)
+
+
+def plot_paired_differences(pairs: pd.DataFrame, path: str | Path, title: str = "B − A per category") -> Path:
+    """Forest plot: one row per category, the paired accuracy difference B − A with its
+    bootstrap 95% interval (``analysis.compare`` columns); a row whose bar misses the zero
+    line is a difference the data support, not just a higher number."""
+    needed = {"category", "n", "diff", "ci_low", "ci_high"}
+    if missing := needed - set(pairs.columns):
+        raise ValueError(f"paired table lacks columns {sorted(missing)} (expected analysis.compare's output)")
+    rows = pairs[pairs["category"] != "ALL"].iloc[::-1]
+    if rows.empty:
+        raise ValueError("paired table has no per-category rows to plot")
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.2))
+    y = np.arange(len(rows))
+    diff = rows["diff"].to_numpy(dtype=float)
+    err = np.vstack([diff - rows["ci_low"].to_numpy(dtype=float), rows["ci_high"].to_numpy(dtype=float) - diff])
+    supported = (rows["ci_low"].to_numpy(dtype=float) > 0) | (rows["ci_high"].to_numpy(dtype=float) < 0)
+    err = np.clip(err, 0, None)
+    for keep, color in ((supported, "tab:blue"), (~supported, "tab:gray")):
+        if keep.any():
+            ax.errorbar(diff[keep], y[keep], xerr=err[:, keep], fmt="o", color=color, capsize=2)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(y, [f"{c} (n={n})" for c, n in zip(rows["category"], rows["n"], strict=True)])
+    ax.set_xlabel("B − A with paired bootstrap 95% CI (blue: excludes 0)")
+    ax.set_title(title)
+    ax.grid(axis="x", alpha=0.3)
     return _save(fig, path)
 
 
