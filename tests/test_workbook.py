@@ -87,6 +87,8 @@ def _assigned_names(source: str) -> set[str]:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_is_clean_and_parameterised(path):
     nb = json.loads(path.read_text())
+    ids = [c.get("id") for c in nb["cells"]]
+    assert None not in ids and len(set(ids)) == len(ids), "every cell needs a unique id (nbformat 4.5)"
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     assert all(not c.get("outputs") and not c.get("execution_count") for c in code), "commit without outputs"
     assert "".join(code[0]["source"]).strip() == SETUP_CELL.strip(), "first code cell must be the set-up cell"
