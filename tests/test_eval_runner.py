@@ -56,6 +56,11 @@ def test_cli_refuses_unknown_category_at_once(capsys):
     assert "bogus" in capsys.readouterr().err
 
 
+def test_cli_refuses_a_zero_token_budget(capsys):
+    assert main(["eval", "bfcl", "--model", "/nonexistent/model", "--max-batch-tokens", "0"]) == 2
+    assert "--max-batch-tokens must be >= 1" in capsys.readouterr().err
+
+
 def test_cli_compare_needs_finished_dirs(tmp_path, capsys):
     assert main(["eval", "compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 2
     assert "entries.csv" in capsys.readouterr().err

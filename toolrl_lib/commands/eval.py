@@ -66,6 +66,8 @@ def _bfcl(args: argparse.Namespace) -> int:
 
     categories = parse_categories(args.categories)  # refuse unknown names before any loading
     _check_limit(args.limit)
+    if args.max_batch_tokens is not None and args.max_batch_tokens < 1:
+        raise ValueError(f"--max-batch-tokens must be >= 1, got {args.max_batch_tokens}")
     if args.family:
         from toolrl_lib.prompts import get_adapter
 
