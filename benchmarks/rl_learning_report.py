@@ -136,19 +136,6 @@ def plot_validation(validation: pd.DataFrame, key: str, path: Path, only: list[s
     save_figure(fig, path)
 
 
-def plot_bfcl(summary: pd.DataFrame, path: Path) -> None:
-    import matplotlib.pyplot as plt
-
-    from toolrl_lib.plotting import save_figure
-
-    wide = summary.pivot(index="category", columns="model", values="accuracy")
-    fig, ax = plt.subplots(figsize=(9, 4))
-    wide.plot.bar(ax=ax)
-    ax.set_ylabel("BFCL accuracy")
-    ax.set_ylim(0, 1)
-    save_figure(fig, path)
-
-
 def markdown(frame: pd.DataFrame, digits: int = 3) -> str:
     if frame.empty:
         return "(none)\n"
@@ -186,7 +173,10 @@ def report(archive: Path, out: Path, work: Path, figures: Path = Path("figures")
     twin = selection.get("rlsd_twin", "grpo-weighted")
     plot_validation(validation, key, figures / "08_grpo_vs_rlsd.png", only=[twin, rlsd])
     if not summary.empty:
-        plot_bfcl(summary, figures / "07_bfcl_categories.png")
+        from toolrl_lib.evaluate.plots import plot_accuracy
+
+        plot_accuracy(summary, figures / "07_bfcl_categories.png",
+                      title="BFCL v4 single-turn, embedded model (bootstrap 95% CIs)")
     acc = summary.pivot(index="category", columns="model", values="accuracy").reset_index()
     headline = pairs[pairs.category == "ALL"][["a", "b", "n", "acc_a", "acc_b", "diff", "ci_low", "ci_high",
                                                "mcnemar_p"]] if not pairs.empty else pairs
