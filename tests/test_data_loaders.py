@@ -139,6 +139,9 @@ def test_toolace_rows_without_tools_or_with_positional_args_fail_clearly():
         ("[convert(from='USD', to='EUR', amount=5)]",
          [{"name": "convert", "arguments": {"from": "USD", "to": "EUR", "amount": 5}}]),
         ("[f(x='class=1', in=[1])]", [{"name": "f", "arguments": {"x": "class=1", "in": [1]}}]),
+        ("[f(in=1, x='a, in=2')]", [{"name": "f", "arguments": {"in": 1, "x": "a, in=2"}}]),
+        ("[f(in=1, x=\"it's, from=2\")]", [{"name": "f", "arguments": {"in": 1, "x": "it's, from=2"}}]),
+        ("[f(__kw_from=1, in=2)]", [{"name": "f", "arguments": {"__kw_from": 1, "in": 2}}]),
     ],
 )
 def test_pythonic_calls_with_odd_names_parse(text, calls):
@@ -146,7 +149,7 @@ def test_pythonic_calls_with_odd_names_parse(text, calls):
     assert parse_call_list(format_call_list(calls)) == calls
 
 
-@pytest.mark.parametrize("text", ["[f(in=1, x='a, in=2')]", "[f(1)]", "[f(a=__import__('os'))]", "[f(a=1]", "[f(**k)]", "[nope]"])
+@pytest.mark.parametrize("text", ["[f(1)]", "[f(a=__import__('os'))]", "[f(a=1]", "[f(**k)]", "[nope]"])
 def test_pythonic_calls_never_evaluate_code(text):
     with pytest.raises(RowError) as info:
         parse_call_list(text)
@@ -228,18 +231,20 @@ def _call_strategy():
                | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12))
     values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
                           | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=6)
-    arg = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True).filter(
-        lambda a: not a.startswith("__kw_"))
+    arg = st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True) | st.sampled_from(
+        ["in", "from", "class", "__kw_from", "__kw_"])  # Python keywords; the escape prefix
     return st.builds(lambda n, a: {"name": n, "arguments": a}, name,
                      st.dictionaries(arg, values, max_size=4))
 
 
 def test_pythonic_call_lists_round_trip_property():
-    from hypothesis import given, settings
+    from hypothesis import example, given, settings
     from hypothesis import strategies as st
 
     @settings(max_examples=150, deadline=None)
     @given(st.lists(_call_strategy(), min_size=1, max_size=3))
+    @example([{"name": "A0", "arguments": {"_": {"__kw_": None}}}])  # once refused (CI, stop 13)
+    @example([{"name": "f", "arguments": {"in": 1, "x": ", from=2", "__kw_from": "__kw_"}}])
     def check(calls):
         assert parse_call_list(format_call_list(calls)) == calls
 

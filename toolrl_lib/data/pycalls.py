@@ -49,6 +49,37 @@ def _split_top_level(text: str, separator: str = ",") -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
+def _mask_strings(text: str) -> str:
+    """``text`` with every character inside a string literal replaced by a space."""
+    out, quote, index = list(text), "", 0
+    while index < len(text):
+        char = text[index]
+        if quote:
+            out[index] = " "
+            if char == "\\" and index + 1 < len(text):
+                out[index + 1] = " "
+                index += 1
+            elif char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        index += 1
+    return "".join(out)
+
+
+def _escape_keyword_args(inner: str) -> tuple[str, str, int]:
+    """Prefix argument names that are Python keywords (``from=``) outside string literals.
+
+    Returns the new text, the prefix (one that occurs nowhere in ``inner``) and the count."""
+    prefix = _ESCAPE
+    while prefix in inner:
+        prefix += "_"
+    starts = [m.start(2) for m in _KEYWORD_ARG.finditer(_mask_strings(inner))]
+    for start in reversed(starts):
+        inner = inner[:start] + prefix + inner[start:]
+    return inner, prefix, len(starts)
+
+
 def _literal(node: ast.AST) -> Any:
     if isinstance(node, ast.Name) and node.id.lower() in _NAME_LITERALS:
         return _NAME_LITERALS[node.id.lower()]
@@ -66,28 +97,31 @@ def parse_call(text: str, where: str = "call") -> dict[str, Any]:
     if cut <= 0 or not text.endswith(")"):
         raise RowError("bad_call", where, f"not a call `name(args)`: {text[:80]!r}")
     name, inner = text[:cut].strip(), text[cut + 1 : -1]
+    prefix, renamed = _ESCAPE, 0  # keyword-named arguments renamed so that ``ast`` accepts them
     try:
         node = ast.parse(f"_f({inner})", mode="eval").body
     except SyntaxError as error:
         try:
-            escaped = _KEYWORD_ARG.sub(lambda m: m.group(1) + _ESCAPE + m.group(2) + m.group(3),
-                                       inner)
+            escaped, prefix, renamed = _escape_keyword_args(inner)
             node = ast.parse(f"_f({escaped})", mode="eval").body
         except SyntaxError:
             raise RowError("bad_call", where,
                            f"arguments of {name!r} do not parse: {error.msg}") from error
     if not isinstance(node, ast.Call) or node.args:
         raise RowError("bad_call", where, f"{name!r} has positional arguments; keywords expected")
-    arguments = {}
+    arguments, restored = {}, 0
     for item in node.keywords:
         if item.arg is None:
             raise RowError("bad_call", where, f"{name!r} uses **kwargs")
+        arg = item.arg
+        if renamed and arg.startswith(prefix) and keyword.iskeyword(arg[len(prefix):]):
+            arg, restored = arg[len(prefix):], restored + 1
         try:
-            arguments[item.arg.removeprefix(_ESCAPE)] = _literal(item.value)
+            arguments[arg] = _literal(item.value)
         except (ValueError, TypeError, SyntaxError) as error:
-            raise RowError("bad_call", f"{where}.{item.arg}",
-                           f"value of {item.arg!r} is not a literal") from error
-    if _ESCAPE in repr(arguments):  # the renaming touched a string value: refuse, not corrupt
+            raise RowError("bad_call", f"{where}.{arg}",
+                           f"value of {arg!r} is not a literal") from error
+    if restored != renamed:  # the renaming also touched text inside a value: refuse, not corrupt
         raise RowError("bad_call", where, f"arguments of {name!r} do not parse")
     return {"name": name, "arguments": arguments}
 
