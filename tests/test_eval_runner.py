@@ -150,6 +150,10 @@ def test_chunks_respect_the_token_budget():
         assert (stop - start) <= 4
     with pytest.raises(ValueError, match="sorted"):
         runner.plan_chunks([30, 10], 4, 100, 10)
+    assert runner.plan_chunks([10] * 5 + [900], 4, None, 10) == [(0, 4), (4, 6)]  # no token cap
+    for bad_budget, bad_batch in ((0, 4), (-5, 4), (100, 0)):
+        with pytest.raises(ValueError, match=">= 1"):
+            runner.plan_chunks([10, 20], bad_batch, bad_budget, 10)
 
 
 def test_token_budget_splits_long_prompts_into_smaller_calls(tiny_dir, tmp_path):

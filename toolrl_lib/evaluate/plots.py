@@ -96,8 +96,9 @@ def plot_paired_differences(pairs: pd.DataFrame, path: str | Path, title: str = 
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.2))
     y = np.arange(len(rows))
     diff = rows["diff"].to_numpy(dtype=float)
-    err = np.vstack([diff - rows["ci_low"].to_numpy(dtype=float), rows["ci_high"].to_numpy(dtype=float) - diff])
-    supported = (rows["ci_low"].to_numpy(dtype=float) > 0) | (rows["ci_high"].to_numpy(dtype=float) < 0)
+    low, high = rows["ci_low"].to_numpy(dtype=float), rows["ci_high"].to_numpy(dtype=float)
+    err = np.vstack([diff - low, high - diff])
+    supported = (low > 0) | (high < 0)
     err = np.clip(err, 0, None)
     for keep, color in ((supported, "tab:blue"), (~supported, "tab:gray")):
         if keep.any():

@@ -123,14 +123,10 @@ def generate_pending(
 
     adapter = get_adapter(family)
     rendered = [(adapter.render_prompt(ex, loaded.tokenizer), category, ex) for category, ex in todo]
-    if max_batch_tokens is None:
-        rendered.sort(key=lambda item: len(item[0]))  # similar lengths per batch: less padding
-        spans = [(start, min(start + chunk, len(rendered))) for start in range(0, len(rendered), chunk)]
-    else:
-        counted = [(_token_count(loaded.tokenizer, item[0]), item) for item in rendered]
-        counted.sort(key=lambda pair: pair[0])
-        rendered = [item for _, item in counted]
-        spans = plan_chunks([n for n, _ in counted], chunk, max_batch_tokens, max_new_tokens)
+    counted = [(_token_count(loaded.tokenizer, item[0]), item) for item in rendered]
+    counted.sort(key=lambda pair: pair[0])  # similar lengths per batch: less padding
+    rendered = [item for _, item in counted]
+    spans = plan_chunks([n for n, _ in counted], chunk, max_batch_tokens, max_new_tokens)
     label = categories[0] if len(categories) == 1 else f"{len(categories)} categories"
     bar = _bar(len(todo), label, progress)
     for start, stop in spans:
@@ -149,20 +145,26 @@ def generate_pending(
 
 
 def plan_chunks(
-    prompt_tokens: list[int], max_prompts: int, max_batch_tokens: int, max_new_tokens: int
+    prompt_tokens: list[int], max_prompts: int, max_batch_tokens: int | None, max_new_tokens: int
 ) -> list[tuple[int, int]]:
     """Cut prompts sorted by length into ``(start, stop)`` spans of at most ``max_prompts``
-    whose padded size, count x (longest + ``max_new_tokens``), stays within ``max_batch_tokens``.
+    whose padded size, count x (longest + ``max_new_tokens``), stays within ``max_batch_tokens``
+    (no token cap when it is None).
 
     A prompt too long for the budget on its own still gets a span of one (generation may
     then run out of memory, but the entry is not skipped silently)."""
+    if max_prompts < 1:
+        raise ValueError(f"the batch size must be >= 1 prompt, got {max_prompts}")
+    if max_batch_tokens is not None and max_batch_tokens < 1:
+        raise ValueError(f"max_batch_tokens must be >= 1 token (or None: no cap), got {max_batch_tokens}")
+    budget = max_batch_tokens if max_batch_tokens is not None else float("inf")
     if any(b < a for a, b in zip(prompt_tokens, prompt_tokens[1:], strict=False)):
         raise ValueError("plan_chunks needs prompt lengths sorted ascending")
     spans, start = [], 0
     while start < len(prompt_tokens):
         stop = start + 1
         while (stop < len(prompt_tokens) and stop - start < max_prompts
-               and (stop + 1 - start) * (prompt_tokens[stop] + max_new_tokens) <= max_batch_tokens):
+               and (stop + 1 - start) * (prompt_tokens[stop] + max_new_tokens) <= budget):
             stop += 1
         spans.append((start, stop))
         start = stop
@@ -197,6 +199,7 @@ def evaluate_bfcl(
     model of an interrupted comparison has; BFCL's partial evaluation scores what is there."""
     if only_ids is not None and generate:
         raise ValueError("only_ids restricts scoring of existing generations: pass generate=False")
+    plan_chunks([], batch_size, max_batch_tokens, max_new_tokens)  # bad sizes fail before loading
     from toolrl_lib.evaluate.analysis import aggregates, entries_table, summary_table
     from toolrl_lib.evaluate.backends import load_for_eval
 
