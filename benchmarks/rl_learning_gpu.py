@@ -43,6 +43,8 @@ VARIANTS: dict[str, list[str]] = {
     "grpo-weighted-lr5e-5": ["grpo.learning_rate=5e-5"],
     "grpo-binary": ["reward.scheme=binary"],
     "dapo-weighted": ["grpo.loss_type=dapo"],
+    # no-call prompts 12% -> ~29% of the GRPO mix (the irrelevance regression's suspected cause)
+    "dapo-weighted-nocall3": ["grpo.loss_type=dapo", "data.oversample_kinds.irrelevance=3"],
     "rlsd-weighted": ["grpo.loss_type=rlsd", "rlsd.base_loss_type=grpo"],
     "rlsd-dapo-weighted": ["grpo.loss_type=rlsd", "rlsd.base_loss_type=dapo"],
 }

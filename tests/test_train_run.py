@@ -78,7 +78,7 @@ def test_run_directory_contract_with_priming_and_filtering(tiny_setup, tmp_path)
         tiny_setup, **{"priming.enabled": "true", "priming.max_steps": 2, "priming.batch_size": 4,
                        "priming.num_examples": 8, "filtering.enabled": "true", "filtering.k": 2,
                        "filtering.max_new_tokens": 8, "filtering.drop_never_solved": "false",
-                       "validation.every_steps": 1}))
+                       "validation.every_steps": 1, "data.oversample_kinds.simple": 2}))
     run = train(config, tmp_path / "run")
     for name in ("config.yaml", "run_info.json", "metrics.csv", "validation.csv", "data_report.json"):
         assert (run / name).is_file(), name
@@ -106,8 +106,10 @@ def test_run_directory_contract_with_priming_and_filtering(tiny_setup, tmp_path)
     assert list(validation["stage"]) == ["base", "primed", "grpo", "grpo", "final"]
     assert "binary_mean@2" in validation.columns and "weighted_mean@2" in validation.columns
     report = json.loads((run / "data_report.json").read_text())
-    assert report["grpo_dataset"]["kept"] + sum(report["grpo_dataset"]["dropped"].values()) <= 16
     assert report["filtering"]["total"] == 16
+    grpo = report["grpo_dataset"]  # oversampling runs after filtering: every kept prompt twice
+    assert grpo["kept"] + sum(grpo["dropped"].values()) == 2 * report["filtering"]["kept"]
+    assert grpo["kinds"] == {"simple": grpo["kept"]}
     with pytest.raises(ValueError, match="--resume"):
         train(config, tmp_path / "run")  # never overwrite a finished run silently
 

@@ -54,7 +54,7 @@ def test_grpo_rows_columns_and_json(tokenizer):
     assert json.loads(rows[0]["tools"]) == [TOOL]
     assert rows[0]["prompt"] == adapter.render_prompt(example(0), tokenizer)
     assert adapter.parse(rows[0]["privileged"]).calls == example(0).ground_truth
-    assert report.to_dict() == {"kept": 2, "dropped": {}}
+    assert report.to_dict() == {"kept": 2, "dropped": {}, "kinds": {"simple": 2}}
     plain = grpo_rows([example(0)], adapter, tokenizer, 10_000)
     assert "privileged" not in plain[0]
 
@@ -70,6 +70,40 @@ def test_grpo_rows_drop_long_prompts(tokenizer):
     rows = grpo_rows([short, long], adapter, tokenizer, limit, report=report)
     assert [r["example_id"] for r in rows] == ["ex-0"]
     assert report.dropped == {"prompt_too_long": 1}
+
+
+def _no_call(i: int) -> Example:
+    return Example(id=f"nc-{i}", source="synthetic", messages=[{"role": "user", "content": "hi"}],
+                   tools=[TOOL], ground_truth=[])
+
+
+def test_oversample_kinds_repeats_only_the_named_kinds():
+    from collections import Counter
+
+    from toolrl_lib.train.dataset import oversample_kinds
+
+    examples = [example(i) for i in range(8)] + [_no_call(i) for i in range(4)]
+    assert oversample_kinds(examples, None) == examples
+    mixed = oversample_kinds(examples, {"irrelevance": 2.5}, seed=3)
+    counts = Counter(e.id for e in mixed)
+    assert all(counts[f"ex-{i}"] == 1 for i in range(8))
+    assert sorted(counts[f"nc-{i}"] for i in range(4)) == [2, 2, 3, 3]  # 2x, plus half once more
+    assert Counter(e.kind for e in mixed) == {"simple": 8, "irrelevance": 10}
+    assert mixed == oversample_kinds(examples, {"irrelevance": 2.5}, seed=3)  # seeded
+    assert [e.id for e in mixed] != sorted(e.id for e in mixed)  # shuffled, copies spread
+    with pytest.raises(ValueError, match="irrelevance"):
+        oversample_kinds(examples, {"irrelevance": 0.5})
+
+
+def test_oversample_config_is_validated_by_name():
+    from toolrl_lib.config import ConfigError
+
+    assert load_run_config(None, ["data.oversample_kinds.irrelevance=3"]).data.oversample_kinds == {
+        "irrelevance": 3.0}
+    with pytest.raises(ConfigError, match="data.oversample_kinds.nocall"):
+        load_run_config(None, ["data.oversample_kinds.nocall=3"])
+    with pytest.raises(ConfigError, match=">= 1"):
+        load_run_config(None, ["data.oversample_kinds.irrelevance=0.5"])
 
 
 def test_priming_rows_have_the_family_format(tokenizer):

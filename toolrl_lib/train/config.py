@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from toolrl_lib.config import ConfigError, apply_overrides, from_dict, load_yaml, to_dict
+from toolrl_lib.data.example import KINDS
 
 try:  # F's module; the section is a placeholder until it exists.
     from toolrl_lib.train.rlsd import RLSDConfig
@@ -61,6 +62,10 @@ class DataSection:
     val_files: list[str] = field(default_factory=lambda: ["data/processed/smoke/val.jsonl"])
     max_train_examples: int | None = None  # first N after a seeded shuffle; None = all
     max_prompt_tokens: int = 1024  # longer rendered prompts are dropped (and counted)
+    # Repeat the GRPO prompts of some kinds, e.g. {irrelevance: 3.0}: a small no-call share
+    # lets updates on call prompts raise the call rate everywhere. Factors >= 1 (2.5 = every
+    # example twice, half of them a third time); priming and validation are unchanged.
+    oversample_kinds: dict[str, float] | None = None
 
 
 @dataclass
@@ -231,6 +236,10 @@ def _violations(c: RunConfig, processes: int) -> list[tuple[str, Any, str]]:
     rule(bool(c.data.train_files), "data.train_files", c.data.train_files, "needs at least one file")
     rule(c.data.max_train_examples is None or c.data.max_train_examples >= 1,
          "data.max_train_examples", c.data.max_train_examples, "must be >= 1 or null")
+    for kind, factor in (c.data.oversample_kinds or {}).items():
+        rule(kind in KINDS, f"data.oversample_kinds.{kind}", kind, f"must be one of {list(KINDS)}")
+        rule(isinstance(factor, int | float) and factor >= 1, f"data.oversample_kinds.{kind}", factor,
+             "must be a number >= 1 (1 = as is, 2 = every example twice)")
     rule(c.data.max_prompt_tokens >= 1, "data.max_prompt_tokens", c.data.max_prompt_tokens, "must be >= 1")
     rule(c.data.max_prompt_tokens + g.max_completion_length <= c.model.max_seq_length,
          "data.max_prompt_tokens", c.data.max_prompt_tokens,

@@ -26,12 +26,17 @@ class BuildReport:
 
     kept: int = 0
     dropped: dict[str, int] = field(default_factory=dict)
+    kinds: dict[str, int] = field(default_factory=dict)  # kept rows per example kind
 
     def drop(self, reason: str) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + 1
 
+    def keep(self, kind: str) -> None:
+        self.kept += 1
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
+
     def to_dict(self) -> dict[str, Any]:
-        return {"kept": self.kept, "dropped": dict(self.dropped)}
+        return {"kept": self.kept, "dropped": dict(self.dropped), "kinds": dict(sorted(self.kinds.items()))}
 
 
 def load_examples(
@@ -75,6 +80,30 @@ def validation_subset(examples: Sequence[Example], n: int, selection: str = "str
     return chosen
 
 
+def oversample_kinds(
+    examples: Sequence[Example], factors: dict[str, float] | None, seed: int = 0
+) -> list[Example]:
+    """Repeat the examples of some kinds: factor 3 -> three copies of each, 2.5 -> two copies
+    plus a third for a seeded half of them. The result is shuffled (seeded) so that copies do
+    not meet in one batch more often than chance; without factors the input comes back as is."""
+    if not factors:
+        return list(examples)
+    rng = random.Random(seed)
+    by_kind: dict[str, list[Example]] = {}
+    for example in examples:
+        by_kind.setdefault(example.kind, []).append(example)
+    mixed: list[Example] = []
+    for kind, group in by_kind.items():
+        factor = factors.get(kind, 1.0)
+        if factor < 1:
+            raise ValueError(f"oversample factor for kind {kind!r} must be >= 1, got {factor}")
+        whole = int(factor)
+        extra = rng.sample(group, round((factor - whole) * len(group)))
+        mixed += group * whole + extra
+    rng.shuffle(mixed)
+    return mixed
+
+
 def prompt_length(tokenizer: Any, prompt: str) -> int:
     return len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
 
@@ -107,7 +136,7 @@ def grpo_rows(
         if privileged:
             row["privileged"] = adapter.render_completion(example.ground_truth)
         rows.append(row)
-        report.kept += 1
+        report.keep(example.kind)
     return rows
 
 
@@ -127,7 +156,7 @@ def priming_rows(
             report.drop("too_long")
             continue
         rows.append({"prompt": prompt, "completion": completion})
-        report.kept += 1
+        report.keep(example.kind)
     return rows
 
 

@@ -268,6 +268,7 @@ def _train(
         BuildReport,
         grpo_rows,
         load_examples,
+        oversample_kinds,
         to_dataset,
         validation_subset,
     )
@@ -326,11 +327,14 @@ def _train(
 
     model, tokenizer = load_policy(config, base_model, backend, device)
     build = BuildReport()
+    train_examples = oversample_kinds(train_examples, config.data.oversample_kinds, config.seed)
     rows = grpo_rows(train_examples, get_adapter(family), tokenizer, config.data.max_prompt_tokens,
                      enable_thinking=config.model.enable_thinking,
                      privileged=config.grpo.loss_type == "rlsd", report=build)
     if dist.main:
         write_json(paths.data_report, {"grpo_dataset": build.to_dict(), "filtering": report})
+        shares = ", ".join(f"{k} {n / max(build.kept, 1):.0%}" for k, n in sorted(build.kinds.items()))
+        say(f"GRPO prompts: {build.kept} ({shares})")
     dataset = to_dataset(rows)
 
     nan_cb = cb.NaNStopCallback()  # every rank: all of them must stop at the same step
