@@ -31,6 +31,8 @@ import threading
 import time
 from pathlib import Path
 
+from toolrl_lib.train.gen_timing import read_generation_times, straggler_table
+
 # H200 hosts here: NVLink multicast must stay off (see the device notes).
 NCCL_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
             "NVSHMEM_DISABLE_NVLS": "1"}
@@ -47,6 +49,7 @@ def common_overrides(args: argparse.Namespace) -> list[str]:
         f"validation.num_examples={args.val_examples}", "validation.k=4",
         "validation.max_new_tokens=128", f"validation.batch_size={args.val_examples * 4}",
         "validation.every_steps=0", "logging.progress_bar=false", "logging.tensorboard=false",
+        "logging.generation_times=true",  # per-rank seconds per rollout round: who waits
     ]
 
 
@@ -128,6 +131,13 @@ def read_run(run_dir: Path, warmup: int) -> dict:
         result.update(steps=len(rows), rewards=[float(r["reward"]) for r in rows if r.get("reward")],
                       step_times=[round(t, 3) for t in times],
                       mean_step_s=round(sum(steady) / len(steady), 3) if steady else None)
+    per_step = straggler_table(read_generation_times(run_dir))
+    if per_step:
+        steady_gen = per_step[warmup:] or per_step
+        result.update(
+            generation=per_step,
+            gen_slowest_s=round(sum(r["slowest_s"] for r in steady_gen) / len(steady_gen), 3),
+            gen_wait_s=round(sum(r["wait_s"] for r in steady_gen) / len(steady_gen), 3))
     validation = run_dir / "validation.csv"
     if validation.is_file():
         with validation.open(encoding="utf-8") as handle:
@@ -182,7 +192,7 @@ def write_results(out: Path, results: dict) -> None:
             by["ddp2"]["completions_per_s"] / by["1gpu"]["completions_per_s"], 3)
     (out / "multi_gpu.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
     columns = ["run", "gpus", "exit_code", "wall_s", "steps", "mean_step_s", "completions_per_s",
-               "peak_gpu_mib", "rewards", "note"]
+               "gen_slowest_s", "gen_wait_s", "peak_gpu_mib", "rewards", "note"]
     with (out / "multi_gpu.csv").open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
@@ -194,13 +204,16 @@ def write_results(out: Path, results: dict) -> None:
              f"{'micro-batches of ' + str(results['args']['micro_batch']) + ', one generation round each' if results['args'].get('micro_batch') else 'one generation round per step'}, "
              f"seed {results['seed']}, priming on; ratio 2-GPU/1-GPU completions/s: "
              f"{results.get('throughput_ratio_2gpu_vs_1gpu', 'n/a')}", "",
-             "| run | GPUs | exit | wall s | steps | mean step s | completions/s | peak MiB per GPU | "
-             "binary mean@4 base / primed / final |", "| --- " * 9 + "|"]
+             "Generation s/step: the slowest rank's generation time per step (rounds summed); wait: "
+             "slowest minus the mean over ranks, time the faster ranks sit idle at the next collective.",
+             "",
+             "| run | GPUs | exit | wall s | steps | mean step s | completions/s | generation s/step | "
+             "wait s/step | peak MiB per GPU | binary mean@4 base / primed / final |", "| --- " * 11 + "|"]
     for r in rows:
         val = {v["stage"]: v.get("binary_mean@4", "") for v in r.get("validation", [])}
         lines.append(f"| {r['run']} | {r['gpus']} | {r['exit_code']} | {r['wall_s']} | "
                      f"{r.get('steps', 0)} | {r.get('mean_step_s')} | {r.get('completions_per_s')} | "
-                     f"{r['peak_gpu_mib']} | {val.get('base', '')} / {val.get('primed', '')} / "
+                     f"{r.get('gen_slowest_s', '')} | {r.get('gen_wait_s', '')} | {r['peak_gpu_mib']} | {val.get('base', '')} / {val.get('primed', '')} / "
                      f"{val.get('final', '')} |")
     lines += ["", "Reward mean per step:", ""]
     lines += [f"- {r['run']}: {[round(x, 3) for x in r.get('rewards', [])]}" for r in rows]

@@ -191,7 +191,8 @@ def test_two_gloo_processes_train_validate_and_save_once(tiny_data, tmp_path):
 
     out = tmp_path / "run"
     overrides = {"validation.every_steps": 1, "priming.enabled": "true", "priming.max_steps": 2,
-                 "priming.batch_size": 4, "priming.num_examples": 8, "checkpoint.save_steps": 1}
+                 "priming.batch_size": 4, "priming.num_examples": 8, "checkpoint.save_steps": 1,
+                 "logging.generation_times": "true"}
     log = _toolrl_train(tiny_data, out, overrides=overrides)
     assert log.count("GRPO (dapo, backend peft, LoRA") == 1, log[-3000:]  # rank 0 speaks alone
     assert log.count("format priming:") == 1 and log.count("  final (saved last/)") == 1
@@ -209,6 +210,12 @@ def test_two_gloo_processes_train_validate_and_save_once(tiny_data, tmp_path):
     # (Resuming a 2-process CPU run is not tested: torch cannot map_location "cpu:0".)
     assert {p.name for p in (out / "checkpoints" / "checkpoint-2").glob("rng_state_*.pth")} == {
         "rng_state_0.pth", "rng_state_1.pth"}
+    from toolrl_lib.train.gen_timing import read_generation_times, straggler_table
+
+    rows = read_generation_times(out)  # each rank wrote its own rounds: 4 completions per step
+    assert {(r["rank"], r["step"], r["completions"]) for r in rows} == {
+        (rank, step, 4) for rank in (0, 1) for step in (0, 1)}
+    assert [(t["step"], t["ranks"]) for t in straggler_table(rows)] == [(0, 2), (1, 2)]
 
 
 def test_final_validation_loads_outside_zero3():

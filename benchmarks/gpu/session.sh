@@ -14,13 +14,15 @@
 #     in step 4's ~6 minutes; one per GPU roughly doubles that. A longer run of the variant
 #     selected on validation and its RLSD-TR twin, one per GPU:
 #     RL_VARIANTS=dapo-weighted,rlsd-dapo-weighted for steps 4 and 5 (30 min of device time:
-#     1, 4, 5, 6 fit with S6 <= 500)
+#     1, 4, 5, 6 fit with S6 <= 500); for the irrelevance regression instead:
+#     RL_VARIANTS=dapo-weighted,dapo-weighted-nocall3 (no-call prompts 12% -> 29% of the mix)
 #   6 [data/processed/smoke]  RL phase "bfcl" (one model per GPU at a time; repeat to finish)
 #     -> rl_learning.tar.gz; then on this box:
 #     python benchmarks/rl_learning_gpu.py report --archive rl_learning.tar.gz
 #   7 [.whl/unsloth if step 3 was skipped]  GRPO throughput, all variants, both GPUs; repeat
 #     with TP_RESUME=1 until every row is measured -> throughput.tar.gz
 #   8 [data/processed/smoke]  multi-GPU: 1 GPU vs DDP on 2 (micro-batch layout), ZeRO-3 full FT;
+#     every run records per-rank generation seconds (generation s/step, wait s/step columns);
 #     MG_RUNS=zero3 MG_RESUME=1: only the ZeRO-3 run, merged into the committed multi_gpu.json
 #   model: just the embedded model (for a session that starts at step 8)
 set -uo pipefail

@@ -159,6 +159,8 @@ class LoggingSection:
     wandb_project: str = "toolrl"
     progress_bar: bool = True
     log_completions: bool = False  # TRL's sampled-completion tables
+    # generation_times.rank<r>.jsonl per process: seconds per rollout round (multi-GPU waits)
+    generation_times: bool = False
 
 
 @dataclass

@@ -359,6 +359,10 @@ def _train(
 
     trainer = _make_trainer(config, family, model, tokenizer, dataset, paths, device, all_callbacks,
                             reward_funcs, dist.world_size)
+    if config.logging.generation_times:  # every rank writes its own file
+        from toolrl_lib.train.gen_timing import record_generation_times, timing_file
+
+        record_generation_times(trainer, timing_file(paths.root, dist.rank), dist.rank)
     g = config.grpo
     processes = trainer.accelerator.num_processes
     global_batch = g.per_device_train_batch_size * processes * g.gradient_accumulation_steps

@@ -1,0 +1,76 @@
+"""Per-rank generation times: one JSON line per rollout round, from every process.
+
+Under DDP a GRPO step is synchronous: every rank generates its share, then all of them meet
+in the backward pass's all-reduce. A step therefore costs the *slowest* rank's generation,
+and ``metrics.csv`` (rank 0's view) cannot say whether a rank waited. These lines can:
+``benchmarks/multi_gpu.py`` reads them to split a step into generation, waiting and training.
+
+TRL has no public hook around generation, so this wraps the trainer's ``_generate`` (TRL
+1.x) on the instance; when a TRL version lacks it, timing is skipped with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+
+def timing_file(run_dir: str | Path, rank: int) -> Path:
+    return Path(run_dir) / f"generation_times.rank{rank}.jsonl"
+
+
+def record_generation_times(trainer: Any, path: str | Path, rank: int) -> bool:
+    """Append ``{"rank", "step", "seconds", "completions", "longest"}`` per ``_generate`` call
+    of ``trainer`` to ``path``; returns False (and warns) when the trainer has no ``_generate``."""
+    original = getattr(trainer, "_generate", None)
+    if original is None:
+        warnings.warn("this TRL's GRPOTrainer has no _generate: generation times are not recorded",
+                      stacklevel=2)
+        return False
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def timed_generate(prompts: list) -> Any:
+        start = time.perf_counter()
+        out = original(prompts)  # completions come back as token-id lists: GPU work is done
+        seconds = time.perf_counter() - start
+        completion_ids = out[1]
+        row = {"rank": rank, "step": trainer.state.global_step, "seconds": round(seconds, 4),
+               "completions": len(completion_ids),
+               "longest": max((len(ids) for ids in completion_ids), default=0)}
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row) + "\n")
+        return out
+
+    trainer._generate = timed_generate
+    return True
+
+
+def read_generation_times(run_dir: str | Path) -> list[dict[str, Any]]:
+    """Every rank's rows (sorted by step, then rank); a torn last line is skipped."""
+    rows = []
+    for path in sorted(Path(run_dir).glob("generation_times.rank*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # an interrupted write; the other rows stand
+    return sorted(rows, key=lambda r: (r["step"], r["rank"]))
+
+
+def straggler_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per step: the slowest rank's generation seconds, the mean over ranks, and the wait
+    (slowest minus mean: what the faster ranks spent idle at the next collective)."""
+    by_step: dict[int, dict[int, float]] = {}
+    for row in rows:  # several rounds of one rank in one step add up
+        ranks = by_step.setdefault(row["step"], {})
+        ranks[row["rank"]] = ranks.get(row["rank"], 0.0) + row["seconds"]
+    table = []
+    for step, ranks in sorted(by_step.items()):
+        slowest, mean = max(ranks.values()), sum(ranks.values()) / len(ranks)
+        table.append({"step": step, "ranks": len(ranks), "slowest_s": round(slowest, 3),
+                      "mean_s": round(mean, 3), "wait_s": round(slowest - mean, 3)})
+    return table
