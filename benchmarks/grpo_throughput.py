@@ -80,6 +80,7 @@ class Variant:
     grpo: dict[str, Any] = field(default_factory=dict)  # extra GRPOConfig fields
     micro_batch: int | None = None  # None = the workload's
     compile_generation: bool = False  # re-enable generate()'s auto-compile (TRL disables it)
+    merged_generation: bool = False  # roll out with W + sBA, adapters off (toolrl_lib.train.merged_generation)
     note: str = ""
 
 
@@ -93,6 +94,8 @@ VARIANTS: dict[str, Variant] = {
                           note="transformers continuous batching (generate_batch, paged KV cache)"),
     "peft_static_compile": Variant(grpo={"cache_implementation": "static"}, compile_generation=True,
                                    note="static KV cache + torch.compile of the decode step"),
+    "peft_merged_gen_batch64": Variant(grpo={"generation_batch_size": 64}, merged_generation=True,
+                                       note="LoRA merged into a weight copy for rollouts, 64 per generate call"),
     "peft_no_gc": Variant(grpo={"gradient_checkpointing": False}, note="no gradient checkpointing"),
     "peft_micro32": Variant(micro_batch=32, note="one 32-completion micro-batch per optimizer step"),
     "unsloth": Variant(backend="unsloth", note="FastLanguageModel + get_peft_model, Unsloth-patched TRL"),
@@ -451,6 +454,10 @@ def run_worker(a: argparse.Namespace) -> dict[str, Any]:
                           peft_config=lora, callbacks=[rec.callback()])
     if variant.compile_generation:
         trainer.generation_config.disable_compile = False  # TRL sets True; static cache -> compiled decode
+    if variant.merged_generation:  # before the timer wraps it: the merge is part of generation
+        from toolrl_lib.train.merged_generation import generate_with_merged_lora
+
+        generate_with_merged_lora(trainer)
     row["gen_timer"] = rec.wrap_generation(trainer)
     row["gradient_checkpointing"] = bool(args.gradient_checkpointing)
     row["generation_batch_size"] = args.generation_batch_size

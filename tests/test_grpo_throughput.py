@@ -145,8 +145,9 @@ def test_bad_arguments_name_the_flag(capsys):
 
 @pytest.mark.slow
 def test_tiny_run_end_to_end(tmp_path):
-    """One real GRPO variant in a subprocess + the unsloth variant failing as a row."""
-    assert gt.main(["--out", str(tmp_path), "--shapes", "tiny", "--cpu", "--variants", "peft_default,unsloth",
+    """Two real GRPO variants in subprocesses + the unsloth variant failing as a row."""
+    assert gt.main(["--out", str(tmp_path), "--shapes", "tiny", "--cpu", "--variants",
+                    "peft_default,unsloth,peft_merged_gen_batch64",
                     "--warmup-rounds", "0", "--timed-steps", "1", "--min-start-s", "1",
                     "--scratch", str(tmp_path / "scratch")]) == 0
     rows = {r["job"]: r for r in json.loads((tmp_path / "grpo_throughput.json").read_text())["rows"]}
@@ -157,9 +158,11 @@ def test_tiny_run_end_to_end(tmp_path):
     assert ok["completions_per_s"] == pytest.approx(32 / ok["s_per_step"], rel=1e-2)
     assert ok["grad_norm_mean"] > 0  # advantages were not all zero
     assert rows["unsloth"]["status"] == "failed" and "unsloth" in rows["unsloth"]["error"]
+    merged = rows["peft_merged_gen_batch64"]  # rollouts through merged weights; LoRA still trains
+    assert merged["status"] == "ok" and merged["fixed_length_ok"] is True and merged["grad_norm_mean"] > 0
     text = (tmp_path / "grpo_throughput.md").read_text()
     assert "| peft_default | ok |" in text and "| unsloth | failed |" in text
-    assert (tmp_path / "grpo_throughput.csv").read_text().count("\n") == 3
+    assert (tmp_path / "grpo_throughput.csv").read_text().count("\n") == 4
 
 
 def test_full_profile_overrides_validate(tmp_path):

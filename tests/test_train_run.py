@@ -131,6 +131,33 @@ def test_loss_types_and_kl(tiny_setup, tmp_path, loss, beta):
     assert (run / "best" / "adapter_model.safetensors").is_file()  # best = last without validation
 
 
+def test_merged_generation_rolls_out_merged_and_trains_lora(tiny_setup, tmp_path, monkeypatch):
+    import json as json_
+
+    import toolrl_lib.train.merged_generation as mg
+    from toolrl_lib.train.config import load_run_config
+    from toolrl_lib.train.run import train
+
+    entered = []
+    real = mg.lora_merged
+
+    def spy(model):
+        from peft.tuners.lora import LoraLayer
+
+        entered.append(sum(1 for m in model.modules() if isinstance(m, LoraLayer) and m.disable_adapters))
+        return real(model)
+
+    monkeypatch.setattr(mg, "lora_merged", spy)
+    config = load_run_config(None, tiny_overrides(
+        tiny_setup, **{"grpo.merged_generation": "true", "logging.generation_times": "true",
+                       "validation.enabled": "false"}))
+    run = train(config, tmp_path / "run", reward_funcs=[length_reward])
+    assert len(entered) == 2 and entered == [0, 0]  # one merged rollout per step, adapters on before
+    rows = [json_.loads(line) for line in (run / "generation_times.rank0.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [0, 1] and all(r["completions"] == 4 for r in rows)
+    assert (run / "last" / "adapter_model.safetensors").is_file()
+
+
 SCRIPT = textwrap.dedent('''
     import sys, time
     from pathlib import Path

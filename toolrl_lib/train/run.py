@@ -359,6 +359,12 @@ def _train(
 
     trainer = _make_trainer(config, family, model, tokenizer, dataset, paths, device, all_callbacks,
                             reward_funcs, dist.world_size)
+    if config.grpo.merged_generation:
+        if backend != "peft":
+            raise ValueError(f"grpo.merged_generation needs the peft backend, not {backend!r}")
+        from toolrl_lib.train.merged_generation import generate_with_merged_lora
+
+        generate_with_merged_lora(trainer)
     if config.logging.generation_times:  # every rank writes its own file
         from toolrl_lib.train.gen_timing import record_generation_times, timing_file
 

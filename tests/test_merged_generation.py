@@ -1,0 +1,80 @@
+"""Merged-weight rollouts compute what the LoRA model computes, and leave it as it was."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+
+@pytest.fixture()
+def lora_model(tiny_model_dir):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    base = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+    config = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "up_proj"],
+                        init_lora_weights=False)  # random B: the adapters change the output
+    return get_peft_model(base, config)
+
+
+def _logits(model, ids):
+    with torch.no_grad():
+        return model(input_ids=ids).logits
+
+
+def test_merged_weights_give_the_lora_output_and_are_undone(lora_model):
+    from toolrl_lib.train.merged_generation import lora_merged
+
+    ids = torch.randint(3, 200, (2, 12))
+    with_lora = _logits(lora_model, ids)
+    with lora_model.disable_adapter():
+        base_only = _logits(lora_model, ids)
+    assert not torch.allclose(with_lora, base_only, atol=1e-4)  # the adapters matter here
+    weights = {n: p.detach().clone() for n, p in lora_model.named_parameters()}
+    with lora_merged(lora_model):
+        merged = _logits(lora_model, ids)
+        q = lora_model.base_model.model.model.layers[0].self_attn.q_proj
+        assert q.disable_adapters  # the LoRA branch is off while merged
+    torch.testing.assert_close(merged, with_lora, atol=1e-5, rtol=1e-4)
+    assert all(torch.equal(p, weights[n]) for n, p in lora_model.named_parameters())  # exact
+    assert not q.disable_adapters
+    torch.testing.assert_close(_logits(lora_model, ids), with_lora, atol=0, rtol=0)
+
+
+def test_weights_come_back_when_generation_fails(lora_model):
+    from toolrl_lib.train.merged_generation import lora_merged
+
+    q = lora_model.base_model.model.model.layers[0].self_attn.q_proj.base_layer
+    before, pointer = q.weight.detach().clone(), q.weight.data_ptr()
+    with pytest.raises(RuntimeError, match="boom"), lora_merged(lora_model):
+        assert q.weight.data_ptr() != pointer and not torch.equal(q.weight, before)  # the copy
+        raise RuntimeError("boom")
+    assert q.weight.data_ptr() == pointer and torch.equal(q.weight, before)  # the original tensor
+
+
+def test_a_model_without_lora_is_refused(tiny_model_dir):
+    from transformers import AutoModelForCausalLM
+
+    from toolrl_lib.train.merged_generation import lora_merged
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    with pytest.raises(ValueError, match="no LoRA layers"), lora_merged(model):
+        pass
+
+
+def test_benchmark_script_writes_its_table(tiny_model_dir, tmp_path):
+    import json
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import merged_generation as bench
+
+    assert bench.main(["--model", str(tiny_model_dir), "--batch", "2", "--new-tokens", "4",
+                       "--repeats", "1", "--rank", "4", "--out", str(tmp_path)]) == 0
+    result = json.loads((tmp_path / "merged_generation_cpu.json").read_text())
+    assert [r["way"] for r in result["rows"]] == ["lora", "merged", "base (no adapters)"]
+    assert all(r["mean_s"] > 0 for r in result["rows"]) and result["rows"][0]["speedup_vs_lora"] == 1.0
+    assert 0.0 <= result["greedy_token_agreement_merged_vs_lora"] <= 1.0
+    assert "| merged |" in (tmp_path / "merged_generation_cpu.md").read_text()
