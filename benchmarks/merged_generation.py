@@ -8,7 +8,11 @@ of tokens; the greedy tokens of the merged and LoRA ways are also compared (they
 by rounding, which can flip a near-tie).
 
     python benchmarks/merged_generation.py                              # embedded model, CPU
-    python benchmarks/merged_generation.py --device cuda --batch 64 --new-tokens 256
+    python benchmarks/merged_generation.py --device cuda --shapes qwen3-8b --batch 32 \
+        --new-tokens 128 --repeats 1                  # random weights at Qwen3-8B shapes, no files
+
+With ``--shapes`` the model has random weights and the prompts are random token ids (speed
+only: the greedy agreement is then about random logits, not a language model's).
 
 writes benchmarks/results/merged_generation_<device>.{json,csv,md}.
 """
@@ -45,9 +49,51 @@ def _generate(model: Any, inputs: Any, new_tokens: int, eos: list[int], sync: An
     return out[:, inputs["input_ids"].shape[1]:], time.perf_counter() - start
 
 
+def _random_model(shapes: str, prompt_tokens: int, batch: int, device: str, dtype: Any) -> tuple[Any, Any, list[int]]:
+    """A random-weight Qwen3 at ``grpo_throughput.SHAPES[shapes]``, built on ``device``, and
+    random prompts of ``prompt_tokens`` ids; token 0 plays EOS/padding."""
+    import torch
+    from transformers import AutoModelForCausalLM, GenerationConfig, Qwen3Config
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from grpo_throughput import SHAPES
+
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = AutoModelForCausalLM.from_config(
+            Qwen3Config(**SHAPES[shapes], eos_token_id=0, pad_token_id=0, bos_token_id=1), dtype=dtype)
+    model.generation_config = GenerationConfig(eos_token_id=0, pad_token_id=0, bos_token_id=1)
+    ids = torch.randint(2, SHAPES[shapes]["vocab_size"], (batch, prompt_tokens), device=device)
+    return model, {"input_ids": ids, "attention_mask": torch.ones_like(ids)}, [0]
+
+
+def _write(stem: Path, result: dict[str, Any], a: argparse.Namespace) -> None:
+    rows = result["rows"]
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    stem.with_suffix(".json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+    with stem.with_suffix(".csv").open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    agreement = result.get("greedy_token_agreement_merged_vs_lora")
+    lines = [f"# Rollouts: LoRA adapters vs merged weights ({result['device_name']}, {result['dtype']})", "",
+             f"{result['model']}, LoRA r{a.rank} on all projections, batch {a.batch} x {a.new_tokens} new "
+             f"tokens after {result['prompt_tokens']} prompt tokens (fixed length, greedy), mean of "
+             f"{a.repeats} after a warm-up; merged includes the merge. Greedy tokens merged = LoRA: "
+             f"{'n/a' if agreement is None else f'{agreement:.1%}'}.", "",
+             "| way | mean s | min s | tokens/s | speed-up vs LoRA |", "| --- | ---: | ---: | ---: | ---: |"]
+    lines += [f"| {r['way']} | {r['mean_s']} | {r['min_s']} | {r['tokens_per_s']} | {r['speedup_vs_lora']} |"
+              for r in rows]
+    stem.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(lines[-1], flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="embedded", help="'embedded' or a model folder")
+    parser.add_argument("--shapes", default=None, help="random weights at grpo_throughput's shapes "
+                        "(qwen3-8b, tiny) instead of --model")
+    parser.add_argument("--prompt-tokens", type=int, default=256, help="prompt length with --shapes")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="auto", help="auto: bf16 on CUDA, fp32 on CPU")
     parser.add_argument("--batch", type=int, default=8)
@@ -56,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rank", type=int, default=16)
     parser.add_argument("--out", default="benchmarks/results")
     a = parser.parse_args(argv)
-    for flag in ("batch", "new_tokens", "repeats", "rank"):
+    for flag in ("batch", "new_tokens", "repeats", "rank", "prompt_tokens"):
         if getattr(a, flag) < 1:
             parser.error(f"--{flag.replace('_', '-')} must be >= 1")
 
@@ -64,17 +110,23 @@ def main(argv: list[str] | None = None) -> int:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from toolrl_lib.models import load_tokenizer, resolve_model
     from toolrl_lib.train.merged_generation import lora_merged
 
     cuda = a.device.startswith("cuda")
     dtype = {"auto": torch.bfloat16 if cuda else torch.float32, "bf16": torch.bfloat16,
              "fp32": torch.float32}[a.dtype]
-    folder = resolve_model(a.model)
-    tokenizer = load_tokenizer(folder)
-    tokenizer.padding_side = "left"
-    torch.manual_seed(0)
-    base = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype).to(a.device)
+    if a.shapes:
+        base, inputs, eos = _random_model(a.shapes, a.prompt_tokens, a.batch, a.device, dtype)
+    else:
+        from toolrl_lib.models import load_tokenizer, resolve_model
+
+        folder = resolve_model(a.model)
+        tokenizer = load_tokenizer(folder)
+        tokenizer.padding_side = "left"
+        torch.manual_seed(0)
+        base = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype).to(a.device)
+        inputs = tokenizer(_prompts(tokenizer, a.batch), return_tensors="pt", padding=True).to(a.device)
+        eos = sorted({tokenizer.eos_token_id, tokenizer.pad_token_id} - {None})
     model = get_peft_model(base, LoraConfig(r=a.rank, lora_alpha=2 * a.rank, target_modules=PROJECTIONS,
                                             init_lora_weights=False))  # random B: a trained-like update
     model.eval()
@@ -82,8 +134,6 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(module, "lora_B"):
             for linear in module.lora_B.values():
                 linear.weight.data.mul_(0.01)
-    inputs = tokenizer(_prompts(tokenizer, a.batch), return_tensors="pt", padding=True).to(a.device)
-    eos = sorted({tokenizer.eos_token_id, tokenizer.pad_token_id} - {None})
     sync = torch.cuda.synchronize if cuda else (lambda: None)
 
     def lora_way() -> tuple[Any, float]:
@@ -101,42 +151,28 @@ def main(argv: list[str] | None = None) -> int:
             return _generate(model, inputs, a.new_tokens, eos, sync)
 
     ways = {"lora": lora_way, "merged": merged_way, "base (no adapters)": base_way}
+    device_name = torch.cuda.get_device_name(0) if cuda else platform.processor() or platform.machine()
+    result: dict[str, Any] = {
+        "model": f"random {a.shapes}" if a.shapes else a.model, "device": a.device,
+        "device_name": device_name, "dtype": str(dtype), "batch": a.batch, "new_tokens": a.new_tokens,
+        "prompt_tokens": int(inputs["input_ids"].shape[1]), "lora_rank": a.rank,
+        "torch": torch.__version__, "threads": torch.get_num_threads(), "rows": [],
+        "command": " ".join(["python benchmarks/merged_generation.py",
+                             *(sys.argv[1:] if argv is None else argv)])}
     tokens: dict[str, Any] = {}
-    rows = []
-    for name, way in ways.items():
+    for name, way in ways.items():  # results are written after every way (a kill keeps them)
         tokens[name], _ = way()  # warm-up (kernels, caches)
         times = [way()[1] for _ in range(a.repeats)]
         mean = sum(times) / len(times)
-        rows.append({"way": name, "mean_s": round(mean, 4), "min_s": round(min(times), 4),
-                     "tokens_per_s": round(a.batch * a.new_tokens / mean, 1), "repeats": a.repeats})
-    lora_s = rows[0]["mean_s"]
-    for row in rows:
-        row["speedup_vs_lora"] = round(lora_s / row["mean_s"], 3)
-    same = (tokens["merged"] == tokens["lora"]).float().mean().item()
-    device_name = torch.cuda.get_device_name(0) if cuda else platform.processor() or platform.machine()
-    result = {"model": a.model, "device": a.device, "device_name": device_name, "dtype": str(dtype),
-              "batch": a.batch, "new_tokens": a.new_tokens, "lora_rank": a.rank,
-              "torch": torch.__version__, "threads": torch.get_num_threads(),
-              "greedy_token_agreement_merged_vs_lora": round(same, 4), "rows": rows,
-              "command": " ".join(["python benchmarks/merged_generation.py",
-                                   *(sys.argv[1:] if argv is None else argv)])}
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"merged_generation_{'cuda' if cuda else 'cpu'}"
-    stem.with_suffix(".json").write_text(json.dumps(result, indent=2), encoding="utf-8")
-    with stem.with_suffix(".csv").open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    lines = [f"# Rollouts: LoRA adapters vs merged weights ({device_name}, {result['dtype']})", "",
-             f"{a.model}, LoRA r{a.rank} on all projections, batch {a.batch} x {a.new_tokens} new tokens "
-             f"(fixed length, greedy), mean of {a.repeats} after a warm-up; merged includes the merge. "
-             f"Greedy tokens merged = LoRA: {same:.1%}.", "",
-             "| way | mean s | min s | tokens/s | speed-up vs LoRA |", "| --- | ---: | ---: | ---: | ---: |"]
-    lines += [f"| {r['way']} | {r['mean_s']} | {r['min_s']} | {r['tokens_per_s']} | {r['speedup_vs_lora']} |"
-              for r in rows]
-    stem.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines))
+        result["rows"].append({"way": name, "mean_s": round(mean, 4), "min_s": round(min(times), 4),
+                               "tokens_per_s": round(a.batch * a.new_tokens / mean, 1),
+                               "repeats": a.repeats})
+        for row in result["rows"]:
+            row["speedup_vs_lora"] = round(result["rows"][0]["mean_s"] / row["mean_s"], 3)
+        if "merged" in tokens:
+            result["greedy_token_agreement_merged_vs_lora"] = round(
+                (tokens["merged"] == tokens["lora"]).float().mean().item(), 4)
+        _write(Path(a.out) / f"merged_generation_{'cuda' if cuda else 'cpu'}", result, a)
     return 0
 
 

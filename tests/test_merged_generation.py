@@ -78,3 +78,7 @@ def test_benchmark_script_writes_its_table(tiny_model_dir, tmp_path):
     assert all(r["mean_s"] > 0 for r in result["rows"]) and result["rows"][0]["speedup_vs_lora"] == 1.0
     assert 0.0 <= result["greedy_token_agreement_merged_vs_lora"] <= 1.0
     assert "| merged |" in (tmp_path / "merged_generation_cpu.md").read_text()
+    assert bench.main(["--shapes", "tiny", "--batch", "2", "--new-tokens", "4", "--prompt-tokens", "8",
+                       "--repeats", "1", "--out", str(tmp_path / "random")]) == 0  # random weights
+    result = json.loads((tmp_path / "random" / "merged_generation_cpu.json").read_text())
+    assert result["model"] == "random tiny" and result["prompt_tokens"] == 8 and len(result["rows"]) == 3

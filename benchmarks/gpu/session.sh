@@ -24,6 +24,8 @@
 #   8 [data/processed/smoke]  multi-GPU: 1 GPU vs DDP on 2 (micro-batch layout), ZeRO-3 full FT;
 #     every run records per-rank generation seconds (generation s/step, wait s/step columns);
 #     MG_RUNS=zero3 MG_RESUME=1: only the ZeRO-3 run, merged into the committed multi_gpu.json
+#   9 []  rollouts through LoRA vs merged weights at Qwen3-8B shapes (random weights, no wheels,
+#     ~70 s): results/merged_generation_cuda.md
 #   model: just the embedded model (for a session that starts at step 8)
 set -uo pipefail
 export PYTHONPATH=/tmp/site:$PWD TOOLRL_CACHE=/tmp/toolrl-cache HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
@@ -64,4 +66,6 @@ case "${1:?step}" in
        --global-batch 64 --micro-batch 32 --completion-tokens "${MG_TOKENS:-64}" --priming-steps 8 --val-examples 8 \
        --runs "${MG_RUNS:-1gpu,ddp2,zero3}" ${MG_RESUME:+--resume} --time-budget-s "${MG_S:-330}" 2>&1 | tail -25
      pack multi_gpu -C /tmp mg ;;
+  9) python3 benchmarks/merged_generation.py --device cuda --shapes qwen3-8b --batch 32 --new-tokens 128 \
+       --repeats 1 --out "$OUT" 2>&1 | tail -8 ;;
 esac
