@@ -294,12 +294,9 @@ class Recorder:
 
     def wrap_generation(self, trainer: Any) -> str:
         """Time TRL's generation method on this trainer instance; return its name."""
-        for name in ("_generate_single_turn", "_generate"):
-            method = getattr(trainer, name, None)
-            if method is not None:
-                break
-        else:
-            raise RuntimeError("trainer has neither _generate_single_turn nor _generate to time")
+        from toolrl_lib.train.merged_generation import generation_method
+
+        name, method = generation_method(trainer)
 
         def timed(*args: Any, **kwargs: Any) -> Any:
             self.sync()

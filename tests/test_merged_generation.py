@@ -82,3 +82,21 @@ def test_benchmark_script_writes_its_table(tiny_model_dir, tmp_path):
                        "--repeats", "1", "--out", str(tmp_path / "random")]) == 0  # random weights
     result = json.loads((tmp_path / "random" / "merged_generation_cpu.json").read_text())
     assert result["model"] == "random tiny" and result["prompt_tokens"] == 8 and len(result["rows"]) == 3
+
+
+def test_generation_method_prefers_the_single_turn_call():
+    from types import SimpleNamespace
+
+    from toolrl_lib.train.merged_generation import generation_method
+
+    def single_turn():
+        return None
+
+    def whole():
+        return None
+
+    assert generation_method(SimpleNamespace(_generate_single_turn=single_turn, _generate=whole)) == (
+        "_generate_single_turn", single_turn)
+    assert generation_method(SimpleNamespace(_generate=whole)) == ("_generate", whole)
+    with pytest.raises(RuntimeError, match="neither"):
+        generation_method(SimpleNamespace())

@@ -61,15 +61,21 @@ def lora_merged(model: Any) -> Iterator[Any]:
             base.weight.data = weight
 
 
+def generation_method(trainer: Any) -> tuple[str, Any]:
+    """TRL's private method around ``model.generate`` on this trainer: (name, bound method).
+
+    TRL has no public hook there; 1.x calls it ``_generate_single_turn`` (older: ``_generate``)."""
+    for name in ("_generate_single_turn", "_generate"):
+        method = getattr(trainer, name, None)
+        if method is not None:
+            return name, method
+    raise RuntimeError("this TRL's GRPOTrainer has neither _generate_single_turn nor _generate")
+
+
 def generate_with_merged_lora(trainer: Any) -> str:
     """Make ``trainer`` (a TRL GRPOTrainer on a PEFT LoRA model) roll out with merged weights;
     returns the name of the generation method it wrapped."""
-    for name in ("_generate_single_turn", "_generate"):  # TRL 1.x: the call around generate()
-        method = getattr(trainer, name, None)
-        if method is not None:
-            break
-    else:
-        raise RuntimeError("this TRL's GRPOTrainer has neither _generate_single_turn nor _generate")
+    name, method = generation_method(trainer)
     peft_model = trainer.accelerator.unwrap_model(trainer.model)
 
     def merged_rollout(*args: Any, **kwargs: Any) -> Any:
