@@ -144,6 +144,14 @@ def generate_pending(
     return len(todo)
 
 
+def check_batch_limits(max_prompts: int, max_batch_tokens: int | None) -> None:
+    """Refuse a generation batch of < 1 prompt or a token budget < 1 (None = no cap)."""
+    if max_prompts < 1:
+        raise ValueError(f"the batch size must be >= 1 prompt, got {max_prompts}")
+    if max_batch_tokens is not None and max_batch_tokens < 1:
+        raise ValueError(f"max_batch_tokens must be >= 1 token (or None: no cap), got {max_batch_tokens}")
+
+
 def plan_chunks(
     prompt_tokens: list[int], max_prompts: int, max_batch_tokens: int | None, max_new_tokens: int
 ) -> list[tuple[int, int]]:
@@ -153,10 +161,7 @@ def plan_chunks(
 
     A prompt too long for the budget on its own still gets a span of one (generation may
     then run out of memory, but the entry is not skipped silently)."""
-    if max_prompts < 1:
-        raise ValueError(f"the batch size must be >= 1 prompt, got {max_prompts}")
-    if max_batch_tokens is not None and max_batch_tokens < 1:
-        raise ValueError(f"max_batch_tokens must be >= 1 token (or None: no cap), got {max_batch_tokens}")
+    check_batch_limits(max_prompts, max_batch_tokens)
     budget = max_batch_tokens if max_batch_tokens is not None else float("inf")
     if any(b < a for a, b in zip(prompt_tokens, prompt_tokens[1:], strict=False)):
         raise ValueError("plan_chunks needs prompt lengths sorted ascending")
@@ -199,7 +204,7 @@ def evaluate_bfcl(
     model of an interrupted comparison has; BFCL's partial evaluation scores what is there."""
     if only_ids is not None and generate:
         raise ValueError("only_ids restricts scoring of existing generations: pass generate=False")
-    plan_chunks([], batch_size, max_batch_tokens, max_new_tokens)  # bad sizes fail before loading
+    check_batch_limits(batch_size, max_batch_tokens)  # before any model loads
     from toolrl_lib.evaluate.analysis import aggregates, entries_table, summary_table
     from toolrl_lib.evaluate.backends import load_for_eval
 

@@ -24,15 +24,17 @@ from toolrl_lib.paths import resolve
 class BuildReport:
     """What happened to the examples on their way into a training dataset."""
 
-    kept: int = 0
     dropped: dict[str, int] = field(default_factory=dict)
     kinds: dict[str, int] = field(default_factory=dict)  # kept rows per example kind
+
+    @property
+    def kept(self) -> int:
+        return sum(self.kinds.values())
 
     def drop(self, reason: str) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + 1
 
     def keep(self, kind: str) -> None:
-        self.kept += 1
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
 
     def to_dict(self) -> dict[str, Any]:
