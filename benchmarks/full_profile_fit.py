@@ -12,8 +12,9 @@ the ``--set`` overrides below: the smoke data, no difficulty filtering, a small 
 memory and the step times from the run's ``metrics.csv`` into
 ``<out>/full_profile_fit_<backend>.json`` (also written when the run fails or is killed).
 
-    python benchmarks/full_profile_fit.py --out $OUT --backend peft        # GPU
-    python benchmarks/full_profile_fit.py --out /tmp/f --shapes tiny --cpu  # CPU smoke, same path
+    python benchmarks/full_profile_fit.py --out $OUT                  # GPU, the config's backend (unsloth)
+    python benchmarks/full_profile_fit.py --out $OUT --backend peft   # GPU, the fallback backend
+    python benchmarks/full_profile_fit.py --out /tmp/f --shapes tiny --cpu --backend peft  # CPU smoke
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ def step_times(run_dir: Path) -> list[float]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="benchmarks/results")
-    p.add_argument("--backend", choices=["peft", "unsloth"], default="peft")
+    p.add_argument("--backend", choices=["peft", "unsloth"], default=None,
+                   help="default: the config's own backend (unsloth for the full profile)")
     p.add_argument("--config", default=CONFIG)
     p.add_argument("--shapes", choices=sorted(gt.SHAPES), default="qwen3-8b")
     p.add_argument("--model-dir", default=None, help="saved random model (default /dev/shm or /tmp)")
@@ -112,6 +114,10 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--max-steps must be >= 1, --memory-cap-gb and --time-budget-s > 0")
     if a.child:
         return child(a)
+    if a.backend is None:
+        from toolrl_lib.train.config import load_run_config
+
+        a.backend = load_run_config(a.config).backend
 
     start = time.perf_counter()
     out = Path(a.out)

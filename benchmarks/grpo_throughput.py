@@ -105,6 +105,11 @@ VARIANTS: dict[str, Variant] = {
                                     note="Unsloth + 128 completions per generate call = 4 optimizer steps"),
     "unsloth_gen_batch64_micro32": Variant(backend="unsloth", grpo={"generation_batch_size": 64}, micro_batch=32,
                                            note="Unsloth + 64 per generate call + one 32-completion micro-batch"),
+    # Not allowed by the run config yet (grpo.merged_generation refuses unsloth): measured here
+    # first, after merged_path_check shows Unsloth's patched layers honour the merged path.
+    "unsloth_merged_gen_batch64": Variant(backend="unsloth", grpo={"generation_batch_size": 64},
+                                          merged_generation=True,
+                                          note="Unsloth training + merged-weight rollouts, 64 per generate call"),
 }
 DEFAULT_JOBS = ("peft_default,unsloth,peft_gen_batch64,peft_paged,peft_static_compile,"
                 "peft_gen_batch128,peft_no_gc,peft_micro32")
@@ -294,7 +299,7 @@ class Recorder:
 
     def wrap_generation(self, trainer: Any) -> str:
         """Time TRL's generation method on this trainer instance; return its name."""
-        from toolrl_lib.train.merged_generation import generation_method
+        from toolrl_lib.train.trl_generation import generation_method
 
         name, method = generation_method(trainer)
 
@@ -452,8 +457,14 @@ def run_worker(a: argparse.Namespace) -> dict[str, Any]:
     if variant.compile_generation:
         trainer.generation_config.disable_compile = False  # TRL sets True; static cache -> compiled decode
     if variant.merged_generation:  # before the timer wraps it: the merge is part of generation
-        from toolrl_lib.train.merged_generation import generate_with_merged_lora
+        from toolrl_lib.train.merged_generation import generate_with_merged_lora, merged_path_check
 
+        check_ids = tokenizer(text=[fixed_length_prompt(tokenizer, 16)], return_tensors="pt")["input_ids"]
+        policy = trainer.accelerator.unwrap_model(trainer.model)
+        row["merged_check"] = merged_path_check(policy, check_ids.to(policy.device))
+        save()
+        if not row["merged_check"]["ok"]:
+            raise RuntimeError(f"merged rollouts do not compute the LoRA path here: {row['merged_check']}")
         generate_with_merged_lora(trainer)
     row["gen_timer"] = rec.wrap_generation(trainer)
     row["gradient_checkpointing"] = bool(args.gradient_checkpointing)

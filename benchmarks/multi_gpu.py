@@ -31,7 +31,7 @@ import threading
 import time
 from pathlib import Path
 
-from toolrl_lib.train.gen_timing import read_generation_times, straggler_table
+from toolrl_lib.train.gen_timing import decode_summary, read_generation_times, straggler_table
 
 # H200 hosts here: NVLink multicast must stay off (see the device notes).
 NCCL_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
@@ -131,11 +131,13 @@ def read_run(run_dir: Path, warmup: int) -> dict:
         result.update(steps=len(rows), rewards=[float(r["reward"]) for r in rows if r.get("reward")],
                       step_times=[round(t, 3) for t in times],
                       mean_step_s=round(sum(steady) / len(steady), 3) if steady else None)
-    per_step = straggler_table(read_generation_times(run_dir))
+    rounds = read_generation_times(run_dir)
+    per_step = straggler_table(rounds)
     if per_step:
         steady_gen = per_step[warmup:] or per_step
+        steady_rounds = [r for r in rounds if r["step"] >= steady_gen[0]["step"]]
         result.update(
-            generation=per_step,
+            generation=per_step, rounds=rounds, decode=decode_summary(steady_rounds),
             gen_slowest_s=round(sum(r["slowest_s"] for r in steady_gen) / len(steady_gen), 3),
             gen_wait_s=round(sum(r["wait_s"] for r in steady_gen) / len(steady_gen), 3))
     validation = run_dir / "validation.csv"
@@ -184,6 +186,13 @@ def run_one(spec: dict, args: argparse.Namespace, work: Path, budget_s: float) -
     return row
 
 
+def decode_cell(decode: dict | None) -> str:
+    """"rounds / mean longest / ms per decode step", or "" for a run without timing rows."""
+    if not decode:
+        return ""
+    return f"{decode['rounds']} / {decode['mean_longest']} / {decode['ms_per_decode_step']}"
+
+
 def write_results(out: Path, results: dict) -> None:
     rows = results["runs"]
     by = {r["run"]: r for r in rows}
@@ -192,7 +201,7 @@ def write_results(out: Path, results: dict) -> None:
             by["ddp2"]["completions_per_s"] / by["1gpu"]["completions_per_s"], 3)
     (out / "multi_gpu.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
     columns = ["run", "gpus", "exit_code", "wall_s", "steps", "mean_step_s", "completions_per_s",
-               "gen_slowest_s", "gen_wait_s", "peak_gpu_mib", "rewards", "note"]
+               "gen_slowest_s", "gen_wait_s", "decode", "peak_gpu_mib", "rewards", "note"]
     with (out / "multi_gpu.csv").open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
@@ -205,15 +214,19 @@ def write_results(out: Path, results: dict) -> None:
              f"seed {results['seed']}, priming on; ratio 2-GPU/1-GPU completions/s: "
              f"{results.get('throughput_ratio_2gpu_vs_1gpu', 'n/a')}", "",
              "Generation s/step: the slowest rank's generation time per step (rounds summed); wait: "
-             "slowest minus the mean over ranks, time the faster ranks sit idle at the next collective.",
+             "slowest minus the mean over ranks, time the faster ranks sit idle at the next collective. "
+             "Rounds: generation rounds (all ranks, after warm-up), their mean longest completion "
+             "(a round decodes until its longest one ends) and milliseconds per decode step.",
              "",
              "| run | GPUs | exit | wall s | steps | mean step s | completions/s | generation s/step | "
-             "wait s/step | peak MiB per GPU | binary mean@4 base / primed / final |", "| --- " * 11 + "|"]
+             "wait s/step | rounds / mean longest / ms per decode step | peak MiB per GPU | "
+             "binary mean@4 base / primed / final |", "| --- " * 12 + "|"]
     for r in rows:
         val = {v["stage"]: v.get("binary_mean@4", "") for v in r.get("validation", [])}
         lines.append(f"| {r['run']} | {r['gpus']} | {r['exit_code']} | {r['wall_s']} | "
                      f"{r.get('steps', 0)} | {r.get('mean_step_s')} | {r.get('completions_per_s')} | "
-                     f"{r.get('gen_slowest_s', '')} | {r.get('gen_wait_s', '')} | {r['peak_gpu_mib']} | {val.get('base', '')} / {val.get('primed', '')} / "
+                     f"{r.get('gen_slowest_s', '')} | {r.get('gen_wait_s', '')} | {decode_cell(r.get('decode'))} | "
+                     f"{r['peak_gpu_mib']} | {val.get('base', '')} / {val.get('primed', '')} / "
                      f"{val.get('final', '')} |")
     lines += ["", "Reward mean per step:", ""]
     lines += [f"- {r['run']}: {[round(x, 3) for x in r.get('rewards', [])]}" for r in rows]

@@ -213,8 +213,8 @@ def test_two_gloo_processes_train_validate_and_save_once(tiny_data, tmp_path):
     from toolrl_lib.train.gen_timing import read_generation_times, straggler_table
 
     rows = read_generation_times(out)  # each rank wrote its own rounds: 4 completions per step
-    assert {(r["rank"], r["step"], r["completions"]) for r in rows} == {
-        (rank, step, 4) for rank in (0, 1) for step in (0, 1)}
+    assert {(r["rank"], r["step"], r["completions"], r["method"]) for r in rows} == {
+        (rank, step, 4, "_generate_single_turn") for rank in (0, 1) for step in (0, 1)}
     assert [(t["step"], t["ranks"]) for t in straggler_table(rows)] == [(0, 2), (1, 2)]
 
 

@@ -160,6 +160,7 @@ def test_tiny_run_end_to_end(tmp_path):
     assert rows["unsloth"]["status"] == "failed" and "unsloth" in rows["unsloth"]["error"]
     merged = rows["peft_merged_gen_batch64"]  # rollouts through merged weights; LoRA still trains
     assert merged["status"] == "ok" and merged["fixed_length_ok"] is True and merged["grad_norm_mean"] > 0
+    assert merged["merged_check"]["ok"]  # checked against the LoRA path before it was timed
     text = (tmp_path / "grpo_throughput.md").read_text()
     assert "| peft_default | ok |" in text and "| unsloth | failed |" in text
     assert (tmp_path / "grpo_throughput.csv").read_text().count("\n") == 4
@@ -176,3 +177,12 @@ def test_full_profile_overrides_validate(tmp_path):
     assert config.data.train_files == ["data/processed/smoke/train.jsonl"]
     assert config.grpo.max_completion_length == 1024 and config.grpo.per_device_train_batch_size == 8
     assert config.grpo.loss_type == "grpo" and not config.logging.tensorboard
+
+
+def test_full_profile_fit_defaults_to_the_configs_backend(tmp_path):
+    """No --backend: the profile's own (unsloth). On this CPU box it fails as a result row."""
+    rc = fpf.main(["--out", str(tmp_path), "--shapes", "tiny", "--cpu", "--max-steps", "1",
+                   "--model-dir", str(tmp_path / "model"), "--run-dir", str(tmp_path / "run")])
+    result = json.loads((tmp_path / "full_profile_fit_unsloth.json").read_text())
+    assert rc == 1 and result["backend"] == "unsloth" and "backend=unsloth" in result["overrides"]
+    assert result["status"] == "failed" and "unsloth" in result["error"]

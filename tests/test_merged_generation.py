@@ -87,7 +87,7 @@ def test_benchmark_script_writes_its_table(tiny_model_dir, tmp_path):
 def test_generation_method_prefers_the_single_turn_call():
     from types import SimpleNamespace
 
-    from toolrl_lib.train.merged_generation import generation_method
+    from toolrl_lib.train.trl_generation import generation_method
 
     def single_turn():
         return None
@@ -98,5 +98,46 @@ def test_generation_method_prefers_the_single_turn_call():
     assert generation_method(SimpleNamespace(_generate_single_turn=single_turn, _generate=whole)) == (
         "_generate_single_turn", single_turn)
     assert generation_method(SimpleNamespace(_generate=whole)) == ("_generate", whole)
-    with pytest.raises(RuntimeError, match="neither"):
+    with pytest.raises(RuntimeError, match="renamed its rollout method"):
         generation_method(SimpleNamespace())
+
+
+def test_merged_path_check_passes_for_peft_and_restores_the_adapters(lora_model):
+    from toolrl_lib.train.merged_generation import merged_path_check
+
+    before = {k: v.clone() for k, v in lora_model.state_dict().items()}
+    lora_model.train()
+    ids = torch.tensor([[3, 14, 15, 9, 26, 5]])
+    check = merged_path_check(lora_model, ids, new_tokens=4)
+    assert check["ok"] and check["base_vs_lora_mean_logit_gap"] > 0
+    assert check["merged_vs_lora_max_logit_gap"] < 1e-3 and check["merged_vs_lora_token_agreement"] == 1.0
+    assert lora_model.training  # mode restored
+    for key, value in lora_model.state_dict().items():
+        assert torch.equal(value, before[key]), key  # B and the base weights are back
+
+
+def test_merged_path_check_catches_an_update_applied_twice(lora_model, monkeypatch):
+    """A backend whose layers ignore the adapter switch: merged = W + 2 sBA. The check fails."""
+    from contextlib import contextmanager
+
+    from toolrl_lib.train import merged_generation
+
+    @contextmanager
+    def merged_but_adapters_stay_on(model):
+        swapped = []
+        with torch.no_grad():
+            for layer in merged_generation._lora_layers(model):
+                base = layer.get_base_layer()
+                swapped.append((base, base.weight.data))
+                base.weight.data = base.weight.data + layer.get_delta_weight("default")
+        try:
+            yield model  # the LoRA branch is still on
+        finally:
+            for base, weight in swapped:
+                base.weight.data = weight
+
+    monkeypatch.setattr(merged_generation, "lora_merged", merged_but_adapters_stay_on)
+    check = merged_generation.merged_path_check(lora_model, torch.tensor([[3, 14, 15, 9, 26, 5]]),
+                                                new_tokens=4)
+    assert check["base_vs_lora_max_logit_gap"] > 0
+    assert not check["ok"] and check["merged_vs_lora_mean_logit_gap"] > 0.5 * check["base_vs_lora_mean_logit_gap"]

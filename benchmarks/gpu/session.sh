@@ -23,10 +23,16 @@
 #     with TP_RESUME=1 until every row is measured -> throughput.tar.gz
 #   8 [data/processed/smoke]  multi-GPU: 1 GPU vs DDP on 2 (micro-batch layout), ZeRO-3 full FT;
 #     every run records per-rank generation seconds (generation s/step, wait s/step columns);
-#     MG_RUNS=zero3 MG_RESUME=1: only the ZeRO-3 run, merged into the committed multi_gpu.json
+#     MG_RUNS=zero3 MG_RESUME=1: only the ZeRO-3 run, merged into the committed multi_gpu.json;
+#     MG_BATCH=128: a larger global batch (each rank then generates several 32-completion rounds)
 #   9 []  rollouts through LoRA vs merged weights at Qwen3-8B shapes (random weights, no wheels,
 #     ~70 s): results/merged_generation_cuda.md
 #   model: just the embedded model (for a session that starts at step 8)
+#   fit [data/processed/smoke]  configs/qwen3_8b_h100.yaml itself, its own backend (unsloth, so after
+#     steps 2 and 3), 2 steps under an 80 GB cap (~5-7 min): results/full_profile_fit_unsloth.json
+# Next session (issue 7): steps 1, 2, 3, then `model` + 7 with
+#   TP_VARIANTS=unsloth_merged_gen_batch64,unsloth_gen_batch64 (merged rollouts with Unsloth's
+#   training; the worker first checks that Unsloth's layers honour the merged path), then fit.
 set -uo pipefail
 export PYTHONPATH=/tmp/site:$PWD TOOLRL_CACHE=/tmp/toolrl-cache HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -35,7 +41,7 @@ T0=$(date +%s)
 left() { echo $(( ${1} - ($(date +%s) - T0) )); }   # seconds left of a step's budget
 install() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$@"; }
 pack() { local name=$1; shift; tar czf "$OUT/$name.tar.gz" "$@" 2>/dev/null; ls -la "$OUT/$name.tar.gz"; }
-TP_VARIANTS=${TP_VARIANTS:-peft_default,unsloth,unsloth_gen_batch64,unsloth_gen_batch128,unsloth_gen_batch64_micro32,peft_merged_gen_batch64,peft_gen_batch64,peft_paged,peft_static_compile}
+TP_VARIANTS=${TP_VARIANTS:-unsloth_merged_gen_batch64,unsloth_gen_batch64,peft_merged_gen_batch64,peft_gen_batch64,unsloth,peft_default,best@1024,peft_paged,peft_static_compile}
 case "${1:?step}" in
   1) mkdir -p /tmp/m && cp .whl/gguf1/part1 /tmp/m/ && install .whl/base/*.whl .whl/ds/*.whl
      nvidia-smi -L; python3 -c "import torch, trl; print(torch.__version__, trl.__version__, torch.cuda.device_count())" ;;
@@ -63,9 +69,10 @@ case "${1:?step}" in
      tail -12 /tmp/tp.log; cp /tmp/tp*.log /tmp/tp/; pack throughput -C /tmp tp ;;
   8) if [ -n "${MG_RESUME:-}" ]; then mkdir -p /tmp/mg && cp benchmarks/results/multi_gpu.json /tmp/mg/; fi
      python3 benchmarks/multi_gpu.py --out /tmp/mg --work /tmp/mgw --steps "${MG_STEPS:-5}" \
-       --global-batch 64 --micro-batch 32 --completion-tokens "${MG_TOKENS:-64}" --priming-steps 8 --val-examples 8 \
+       --global-batch "${MG_BATCH:-64}" --micro-batch 32 --completion-tokens "${MG_TOKENS:-64}" --priming-steps 8 --val-examples 8 \
        --runs "${MG_RUNS:-1gpu,ddp2,zero3}" ${MG_RESUME:+--resume} --time-budget-s "${MG_S:-330}" 2>&1 | tail -25
      pack multi_gpu -C /tmp mg ;;
+  fit) python3 benchmarks/full_profile_fit.py --out "$OUT" --time-budget-s "${SFIT:-540}" 2>&1 | tail -20 ;;
   9) python3 benchmarks/merged_generation.py --device cuda --shapes qwen3-8b --batch 32 --new-tokens 128 \
        --repeats 1 --out "$OUT" 2>&1 | tail -8 ;;
 esac

@@ -5,8 +5,10 @@ in the backward pass's all-reduce. A step therefore costs the *slowest* rank's g
 and ``metrics.csv`` (rank 0's view) cannot say whether a rank waited. These lines can:
 ``benchmarks/multi_gpu.py`` reads them to split a step into generation, waiting and training.
 
-TRL has no public hook around generation, so this wraps the trainer's ``_generate`` (TRL
-1.x) on the instance; when a TRL version lacks it, timing is skipped with a warning.
+It wraps TRL's rollout method (``trl_generation.generation_method``: the call around
+``model.generate``, which holds no collective under DDP). Wrapping TRL 1.x's ``_generate``
+instead, as the first version did, times a gather of every rank's lengths too: each rank
+then "finishes" with the slowest, and the wait reads ~0 whatever happened.
 """
 
 from __future__ import annotations
@@ -17,35 +19,38 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from toolrl_lib.train.trl_generation import completion_ids_of, generation_method
+
 
 def timing_file(run_dir: str | Path, rank: int) -> Path:
     return Path(run_dir) / f"generation_times.rank{rank}.jsonl"
 
 
 def record_generation_times(trainer: Any, path: str | Path, rank: int) -> bool:
-    """Append ``{"rank", "step", "seconds", "completions", "longest"}`` per ``_generate`` call
-    of ``trainer`` to ``path``; returns False (and warns) when the trainer has no ``_generate``."""
-    original = getattr(trainer, "_generate", None)
-    if original is None:
-        warnings.warn("this TRL's GRPOTrainer has no _generate: generation times are not recorded",
-                      stacklevel=2)
+    """Append ``{"rank", "step", "seconds", "completions", "longest", "method"}`` per rollout
+    call of ``trainer`` to ``path``; returns False (and warns) when TRL's rollout method is
+    not found (then nothing is timed and training goes on)."""
+    try:
+        name, original = generation_method(trainer)
+    except RuntimeError as err:
+        warnings.warn(f"generation times are not recorded: {err}", stacklevel=2)
         return False
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
 
-    def timed_generate(prompts: list) -> Any:
+    def timed_generate(*args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
-        out = original(prompts)  # completions come back as token-id lists: GPU work is done
+        out = original(*args, **kwargs)  # completions come back as token-id lists: GPU work is done
         seconds = time.perf_counter() - start
-        completion_ids = out[1]
+        completion_ids = completion_ids_of(name, out)
         row = {"rank": rank, "step": trainer.state.global_step, "seconds": round(seconds, 4),
                "completions": len(completion_ids),
-               "longest": max((len(ids) for ids in completion_ids), default=0)}
+               "longest": max((len(ids) for ids in completion_ids), default=0), "method": name}
         with path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(row) + "\n")
         return out
 
-    trainer._generate = timed_generate
+    setattr(trainer, name, timed_generate)
     return True
 
 
@@ -74,3 +79,15 @@ def straggler_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         table.append({"step": step, "ranks": len(ranks), "slowest_s": round(slowest, 3),
                       "mean_s": round(mean, 3), "wait_s": round(slowest - mean, 3)})
     return table
+
+
+def decode_summary(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Over all rounds of all ranks: how many, their mean longest completion (a round decodes
+    until its longest one ends) and seconds per decode step (seconds / longest, summed).
+    Separates "rounds ran longer" from "each token got slower" when two runs differ."""
+    timed = [r for r in rows if r.get("longest")]
+    if not timed:
+        return {}
+    steps = sum(r["longest"] for r in timed)
+    return {"rounds": len(timed), "mean_longest": round(steps / len(timed), 1),
+            "ms_per_decode_step": round(1000 * sum(r["seconds"] for r in timed) / steps, 2)}

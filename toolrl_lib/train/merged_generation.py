@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from toolrl_lib.train.trl_generation import generation_method
+
 
 def _lora_layers(model: Any) -> list[Any]:
     from peft.tuners.lora import LoraLayer
@@ -61,17 +63,6 @@ def lora_merged(model: Any) -> Iterator[Any]:
             base.weight.data = weight
 
 
-def generation_method(trainer: Any) -> tuple[str, Any]:
-    """TRL's private method around ``model.generate`` on this trainer: (name, bound method).
-
-    TRL has no public hook there; 1.x calls it ``_generate_single_turn`` (older: ``_generate``)."""
-    for name in ("_generate_single_turn", "_generate"):
-        method = getattr(trainer, name, None)
-        if method is not None:
-            return name, method
-    raise RuntimeError("this TRL's GRPOTrainer has neither _generate_single_turn nor _generate")
-
-
 def generate_with_merged_lora(trainer: Any) -> str:
     """Make ``trainer`` (a TRL GRPOTrainer on a PEFT LoRA model) roll out with merged weights;
     returns the name of the generation method it wrapped."""
@@ -84,3 +75,62 @@ def generate_with_merged_lora(trainer: Any) -> str:
 
     setattr(trainer, name, merged_rollout)
     return name
+
+
+def merged_path_check(model: Any, input_ids: Any, new_tokens: int = 8, lora_b_std: float = 0.05,
+                      seed: int = 0) -> dict[str, Any]:
+    """Does this model's forward *and* generate honour the merged path? For a backend that
+    patches LoRA layers (Unsloth) this cannot be taken on trust: one that ignored the adapter
+    switch would add the update twice.
+
+    The adapters' B matrices (zero at init, so every path would agree trivially) are set to
+    random values for the check and restored after. Returns the mean and largest logit gaps of
+    the merged and the base (adapters off) path against the LoRA path, the greedy-token agreement
+    of merged vs LoRA and of base vs LoRA over ``new_tokens`` tokens, and ``ok``: the merged
+    path's mean gap at most half the base path's (rounding: bf16 on the embedded model gives
+    ~0.1 of it; an update applied twice gives ~1) and its tokens agreeing with LoRA at least as
+    often as the base path's do."""
+    import torch
+
+    layers = _lora_layers(model)
+    if not layers:
+        raise ValueError("merged_path_check needs a PEFT LoRA model; this model has no LoRA layers")
+    saved = [(w, w.detach().clone()) for layer in layers for w in
+             (layer.lora_B[name].weight for name in layer.active_adapters if name in layer.lora_B)]
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    greedy = {"do_sample": False, "max_new_tokens": new_tokens, "min_new_tokens": new_tokens}
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            for weight, _ in saved:
+                noise = torch.randn(weight.shape, generator=generator) * lora_b_std
+                weight.copy_(noise.to(weight.device, weight.dtype))
+
+            def run() -> tuple[Any, Any]:
+                logits = model(input_ids=input_ids).logits.float()
+                tokens = model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids),
+                                        pad_token_id=0, **greedy)[:, input_ids.shape[1]:]
+                return logits, tokens
+
+            lora_logits, lora_tokens = run()
+            with lora_merged(model):
+                merged_logits, merged_tokens = run()
+            with model.disable_adapter():
+                base_logits, base_tokens = run()
+    finally:
+        with torch.no_grad():
+            for weight, original in saved:
+                weight.copy_(original)
+        model.train(was_training)
+    merged_diff, base_diff = (merged_logits - lora_logits).abs(), (base_logits - lora_logits).abs()
+    merged_agree = (merged_tokens == lora_tokens).float().mean().item()
+    base_agree = (base_tokens == lora_tokens).float().mean().item()
+    return {"merged_vs_lora_mean_logit_gap": round(merged_diff.mean().item(), 5),
+            "base_vs_lora_mean_logit_gap": round(base_diff.mean().item(), 5),
+            "merged_vs_lora_max_logit_gap": round(merged_diff.max().item(), 5),
+            "base_vs_lora_max_logit_gap": round(base_diff.max().item(), 5),
+            "merged_vs_lora_token_agreement": round(merged_agree, 4),
+            "base_vs_lora_token_agreement": round(base_agree, 4),
+            "ok": bool(base_diff.mean() > 0 and merged_diff.mean() <= 0.5 * base_diff.mean()
+                       and merged_agree >= base_agree)}
