@@ -653,6 +653,44 @@ def markdown_table(meta: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     return head + "\n".join(lines) + "\n"
 
 
+def plot_throughput(meta: dict[str, Any], rows: list[dict[str, Any]], path: str | Path) -> Path:
+    """Seconds per optimizer step split into generation and training, one bar per measured job
+    (fastest at the top), labelled with completions/s and peak memory; failed jobs listed below."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    measured = sorted((r for r in rows if r.get("s_per_step")), key=lambda r: r["completions_per_s"])
+    if not measured:
+        raise ValueError("no measured row to plot")
+    fig, ax = plt.subplots(figsize=(9, 0.5 * len(measured) + 1.8))
+    names = [r["job"] for r in measured]
+    gen = [r["gen_s_per_step"] for r in measured]
+    train = [r["train_s_per_step"] for r in measured]
+    ax.barh(names, gen, color="#4c72b0", label="generation")
+    ax.barh(names, train, left=gen, color="#dd8452", label="training (log-probs, loss, backward, step)")
+    for i, r in enumerate(measured):
+        ax.text(r["s_per_step"] + 0.3, i, f"{r['completions_per_s']:.2f}/s, {r.get('peak_alloc_gib', '?')} GiB",
+                va="center", fontsize=8)
+    ax.set_xlim(0, max(r["s_per_step"] for r in measured) * 1.35)
+    w = meta["workload"]
+    ax.set_xlabel(f"seconds per optimizer step ({w['completions_per_step']} completions, prompt "
+                  f"{w['prompt_tokens']} + completion {w['completion_tokens']} tokens unless @N)")
+    ax.set_title(f"GRPO at {meta['shapes']} shapes, LoRA r16, {meta['memory_cap_gb']:g} GB cap")
+    ax.legend(loc="upper right", fontsize=8)
+    unmeasured = [f"{r['job']}: {r.get('status')}" + (f" ({r['error'].split(':')[0]})" if r.get("error") else "")
+                  for r in rows if not r.get("s_per_step")]
+    if unmeasured:
+        fig.text(0.01, 0.01, "not measured: " + "; ".join(unmeasured), fontsize=7)
+    fig.tight_layout(rect=(0, 0.04 if unmeasured else 0, 1, 1))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 # ---------------------------------------------------------------------------------------
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -672,6 +710,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--prepare-model", action="store_true", help="only save the random model and exit")
     p.add_argument("--resume", action="store_true",
                    help="keep the measured rows already in --out and run only the other jobs")
+    p.add_argument("--plot", default=None, metavar="PNG",
+                   help="only draw the figure of --out's grpo_throughput.json to PNG and exit")
     p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     p.add_argument("--row-file", default=None, help=argparse.SUPPRESS)
     p.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)
@@ -692,6 +732,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
+    if a.plot:
+        table = Path(a.out) / "grpo_throughput.json"
+        if not table.is_file():
+            raise SystemExit(f"--plot: {table} not found; run the benchmark first (or point --out at it)")
+        data = json.loads(table.read_text())
+        print(plot_throughput(data["meta"], data["rows"], a.plot))
+        return 0
     if a.prepare_model:
         import torch
 

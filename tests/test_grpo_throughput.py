@@ -186,3 +186,14 @@ def test_full_profile_fit_defaults_to_the_configs_backend(tmp_path):
     result = json.loads((tmp_path / "full_profile_fit_unsloth.json").read_text())
     assert rc == 1 and result["backend"] == "unsloth" and "backend=unsloth" in result["overrides"]
     assert result["status"] == "failed" and "unsloth" in result["error"]
+
+
+def test_plot_draws_the_committed_table_and_refuses_a_missing_one(tmp_path):
+    results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+    png = tmp_path / "throughput.png"
+    assert gt.main(["--out", str(results), "--plot", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    with pytest.raises(SystemExit, match="grpo_throughput.json not found"):
+        gt.main(["--out", str(tmp_path / "empty"), "--plot", str(png)])
+    with pytest.raises(ValueError, match="no measured row"):
+        gt.plot_throughput({"workload": {}}, [{"job": "x", "status": "failed"}], png)
