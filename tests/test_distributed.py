@@ -206,8 +206,7 @@ def test_two_gloo_processes_train_validate_and_save_once(tiny_data, tmp_path):
     validation = pd.read_csv(out / "validation.csv")
     assert list(zip(validation["step"], validation["stage"], strict=True)) == [
         (0, "base"), (0, "primed"), (1, "grpo"), (2, "grpo"), (2, "final")]
-    # both ranks' RNG states are checkpointed, so --resume restores each rank (HF Trainer).
-    # (Resuming a 2-process CPU run is not tested: torch cannot map_location "cpu:0".)
+    # both ranks' RNG states are checkpointed, so --resume restores each rank (HF Trainer)
     assert {p.name for p in (out / "checkpoints" / "checkpoint-2").glob("rng_state_*.pth")} == {
         "rng_state_0.pth", "rng_state_1.pth"}
     from toolrl_lib.train.gen_timing import read_generation_times, straggler_table
@@ -216,6 +215,91 @@ def test_two_gloo_processes_train_validate_and_save_once(tiny_data, tmp_path):
     assert {(r["rank"], r["step"], r["completions"], r["method"]) for r in rows} == {
         (rank, step, 4, "_generate_single_turn") for rank in (0, 1) for step in (0, 1)}
     assert [(t["step"], t["ranks"]) for t in straggler_table(rows)] == [(0, 2), (1, 2)]
+
+
+RESUME_SCRIPT = """
+import json, sys
+from toolrl_lib.train.config import load_run_config
+from toolrl_lib.train.run import train
+
+def length_reward(prompts, completions, **kwargs):  # varies: the random tiny model's real rewards are flat
+    return [float(len(c) % 5) for c in completions]
+
+overrides, out, resume = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3] == "resume"
+train(load_run_config(None, overrides), out, resume=resume, reward_funcs=[length_reward])
+"""
+
+
+def _launch_two(script: Path, overrides: list[str], out: Path, resume: bool) -> str:
+    """The script on 2 gloo processes, launched as `toolrl train --num-gpus 2` launches itself."""
+    from toolrl_lib.train.distributed import free_port
+
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2", "--multi_gpu",
+           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+           "--main_process_port", str(free_port()), "--num_cpu_threads_per_process", "1",
+           str(script), json.dumps(overrides), str(out), "resume" if resume else "start"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=REPO)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-4000:]
+    return output
+
+
+@pytest.mark.timeout(1500)  # three 2-process runs
+def test_two_process_resume_matches_an_uninterrupted_run(tiny_data, tmp_path):
+    """2 steps, then resume to 3, equals 3 steps straight: optimizer, scheduler, both ranks'
+    RNG and the data position come back (on CPU too: restore_optimizer_on_cpu)."""
+    import pandas as pd
+    from safetensors.torch import load_file
+
+    script = tmp_path / "train_two.py"
+    script.write_text(RESUME_SCRIPT, encoding="utf-8")
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    every_step = {"checkpoint.save_steps": 1}
+    _launch_two(script, tiny_overrides(tiny_data, **every_step, **{"grpo.max_steps": 3}), straight, False)
+    _launch_two(script, tiny_overrides(tiny_data, **every_step, **{"grpo.max_steps": 2}), resumed, False)
+    log = _launch_two(script, tiny_overrides(tiny_data, **every_step, **{"grpo.max_steps": 3}), resumed, True)
+    assert "checkpoint-2" in log, log[-3000:]
+    a = load_file(straight / "last" / "adapter_model.safetensors")
+    b = load_file(resumed / "last" / "adapter_model.safetensors")
+    assert a.keys() == b.keys()
+    assert any(float(t.abs().max()) > 0 for k, t in a.items() if "lora_B" in k)  # it learned
+    for key in a:
+        assert (a[key] - b[key]).abs().max().item() <= 1e-6, key
+    ma, mb = pd.read_csv(straight / "metrics.csv"), pd.read_csv(resumed / "metrics.csv")
+    assert list(ma["step"]) == list(mb["step"]) == [1, 2, 3]  # rank 0 wrote each step once
+    columns = [c for c in ma.columns if c != "step_time"]
+    pd.testing.assert_frame_equal(ma[columns], mb[columns], check_exact=False, rtol=1e-5, atol=1e-6)
+
+
+def test_cpu_optimizer_restore_maps_cpu_n_to_cpu(monkeypatch):
+    """transformers asks torch.load for map_location=args.device ("cpu:0") with several
+    processes; the wrapper reads that as "cpu" and leaves GPUs and one process alone."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from toolrl_lib.train.distributed import restore_optimizer_on_cpu
+
+    seen = []
+
+    def fake_load(*args, **kwargs):
+        seen.append(kwargs.get("map_location"))
+
+    monkeypatch.setattr(torch, "load", fake_load)
+
+    def make(world_size, device):
+        trainer = SimpleNamespace(args=SimpleNamespace(world_size=world_size, device=torch.device(device)))
+        trainer._load_optimizer_and_scheduler = lambda checkpoint: torch.load("optimizer.pt",
+                                                                             map_location=trainer.args.device)
+        restore_optimizer_on_cpu(trainer)
+        return trainer
+
+    make(2, "cpu:0")._load_optimizer_and_scheduler("ckpt")
+    make(2, "cuda:1")._load_optimizer_and_scheduler("ckpt")
+    make(1, "cpu")._load_optimizer_and_scheduler("ckpt")
+    assert [str(m) for m in seen] == ["cpu", "cuda:1", "cpu"]
+    assert torch.load is fake_load  # put back after the call
 
 
 def test_final_validation_loads_outside_zero3():

@@ -181,3 +181,34 @@ def launch(
     cmd = launch_command(argv, num_processes, accelerate_config, cpu=cpu)
     print("launching:", " ".join(cmd), flush=True)
     return subprocess.run(cmd, check=False).returncode
+
+
+def restore_optimizer_on_cpu(trainer: Any) -> None:
+    """Let ``--resume`` work for several CPU processes (gloo: the CI test, a laptop).
+
+    With more than one process, transformers loads the optimizer state with
+    ``map_location=args.device``; on CPU that device is ``cpu:0``, a location ``torch.load``
+    cannot restore to ("don't know how to restore data location ... cpu:0"). While the trainer
+    loads its optimizer and scheduler, such a location is read as plain ``"cpu"``. GPUs (``cuda:N``)
+    and single-process runs are left alone."""
+    import torch
+
+    original = trainer._load_optimizer_and_scheduler
+
+    def load(checkpoint: Any) -> Any:
+        if checkpoint is None or trainer.args.world_size <= 1 or trainer.args.device.type != "cpu":
+            return original(checkpoint)
+        torch_load = torch.load
+
+        def load_on_cpu(*args: Any, **kwargs: Any) -> Any:
+            if str(kwargs.get("map_location", "")).startswith("cpu:"):
+                kwargs["map_location"] = "cpu"
+            return torch_load(*args, **kwargs)
+
+        torch.load = load_on_cpu
+        try:
+            return original(checkpoint)
+        finally:
+            torch.load = torch_load
+
+    trainer._load_optimizer_and_scheduler = load

@@ -365,6 +365,10 @@ def _train(
         from toolrl_lib.train.merged_generation import generate_with_merged_lora
 
         generate_with_merged_lora(trainer)
+    if dist.world_size > 1:
+        from toolrl_lib.train.distributed import restore_optimizer_on_cpu
+
+        restore_optimizer_on_cpu(trainer)
     if config.logging.generation_times:  # every rank writes its own file
         from toolrl_lib.train.gen_timing import record_generation_times, timing_file
 
