@@ -21,7 +21,7 @@ from toolrl_lib.train.distributed import (
 )
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_train_run import tiny_overrides, tiny_setup  # noqa: E402, F401  (shared tiny-run helpers; tiny_setup is a fixture)
+from test_train_run import assert_same_training, tiny_overrides, tiny_setup  # noqa: E402, F401  (shared tiny-run helpers; tiny_setup is a fixture)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -249,9 +249,6 @@ def _launch_two(script: Path, overrides: list[str], out: Path, resume: bool) -> 
 def test_two_process_resume_matches_an_uninterrupted_run(tiny_data, tmp_path):
     """2 steps, then resume to 3, equals 3 steps straight: optimizer, scheduler, both ranks'
     RNG and the data position come back (on CPU too: restore_optimizer_on_cpu)."""
-    import pandas as pd
-    from safetensors.torch import load_file
-
     script = tmp_path / "train_two.py"
     script.write_text(RESUME_SCRIPT, encoding="utf-8")
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
@@ -260,16 +257,7 @@ def test_two_process_resume_matches_an_uninterrupted_run(tiny_data, tmp_path):
     _launch_two(script, tiny_overrides(tiny_data, **every_step, **{"grpo.max_steps": 2}), resumed, False)
     log = _launch_two(script, tiny_overrides(tiny_data, **every_step, **{"grpo.max_steps": 3}), resumed, True)
     assert "checkpoint-2" in log, log[-3000:]
-    a = load_file(straight / "last" / "adapter_model.safetensors")
-    b = load_file(resumed / "last" / "adapter_model.safetensors")
-    assert a.keys() == b.keys()
-    assert any(float(t.abs().max()) > 0 for k, t in a.items() if "lora_B" in k)  # it learned
-    for key in a:
-        assert (a[key] - b[key]).abs().max().item() <= 1e-6, key
-    ma, mb = pd.read_csv(straight / "metrics.csv"), pd.read_csv(resumed / "metrics.csv")
-    assert list(ma["step"]) == list(mb["step"]) == [1, 2, 3]  # rank 0 wrote each step once
-    columns = [c for c in ma.columns if c != "step_time"]
-    pd.testing.assert_frame_equal(ma[columns], mb[columns], check_exact=False, rtol=1e-5, atol=1e-6)
+    assert_same_training(straight, resumed, steps=3)  # rank 0 wrote each step once
 
 
 def test_cpu_optimizer_restore_maps_cpu_n_to_cpu(monkeypatch):

@@ -64,6 +64,25 @@ def tiny_overrides(root: Path, **extra: object) -> list[str]:
     return [f"{k}={v}" for k, v in base.items()]
 
 
+def assert_same_training(straight: Path, resumed: Path, steps: int):
+    """The resumed run ends with the uninterrupted run's adapter (within 1e-6) and metrics rows
+    (step times aside); returns the uninterrupted run's metrics."""
+    import pandas as pd
+    from safetensors.torch import load_file
+
+    a = load_file(straight / "last" / "adapter_model.safetensors")
+    b = load_file(resumed / "last" / "adapter_model.safetensors")
+    assert a.keys() == b.keys()
+    assert any(float(t.abs().max()) > 0 for k, t in a.items() if "lora_B" in k)  # it learned
+    for key in a:
+        assert (a[key] - b[key]).abs().max().item() <= 1e-6, key
+    ma, mb = pd.read_csv(straight / "metrics.csv"), pd.read_csv(resumed / "metrics.csv")
+    assert list(ma["step"]) == list(mb["step"]) == list(range(1, steps + 1))  # each step once
+    columns = [c for c in ma.columns if c != "step_time"]
+    pd.testing.assert_frame_equal(ma[columns], mb[columns], check_exact=False, rtol=1e-5, atol=1e-6)
+    return ma
+
+
 def length_reward(prompts, completions, **kwargs):
     """Varies across samples, so groups have non-zero advantage (the real rewards are flat
     for a random model)."""
@@ -197,7 +216,6 @@ def _finish(proc: subprocess.Popen) -> None:
 @pytest.mark.timeout(1800)  # three subprocesses; slow on a loaded 2-core box
 def test_sigkill_then_resume_matches_uninterrupted_run(tiny_setup, tmp_path):
     import pandas as pd
-    from safetensors.torch import load_file
 
     script = tmp_path / "train_script.py"
     script.write_text(SCRIPT)
@@ -221,17 +239,7 @@ def test_sigkill_then_resume_matches_uninterrupted_run(tiny_setup, tmp_path):
     (killed / "PAUSED").unlink()
     _finish(_start(script, killed, -1, True, overrides))
 
-    a = load_file(straight / "last" / "adapter_model.safetensors")
-    b = load_file(killed / "last" / "adapter_model.safetensors")
-    assert a.keys() == b.keys()
-    assert any(float(t.abs().max()) > 0 for k, t in a.items() if "lora_B" in k)  # it learned
-    for key in a:
-        assert (a[key] - b[key]).abs().max().item() <= 1e-6, key
-
-    ma, mb = pd.read_csv(straight / "metrics.csv"), pd.read_csv(killed / "metrics.csv")
-    assert list(ma["step"]) == list(mb["step"]) == [1, 2, 3, 4, 5, 6]
-    columns = [c for c in ma.columns if c != "step_time"]
-    pd.testing.assert_frame_equal(ma[columns], mb[columns], check_exact=False, rtol=1e-5, atol=1e-6)
+    ma = assert_same_training(straight, killed, steps=6)
     assert (ma["grad_norm"] > 0).any()
     va, vb = pd.read_csv(straight / "validation.csv"), pd.read_csv(killed / "validation.csv")
     cols = [c for c in va.columns if c != "seconds"]

@@ -83,7 +83,7 @@ def straggler_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def decode_summary(rows: list[dict[str, Any]]) -> dict[str, float]:
     """Over all rounds of all ranks: how many, their mean longest completion (a round decodes
-    until its longest one ends) and seconds per decode step (seconds / longest, summed).
+    until its longest one ends) and milliseconds per decode step (seconds / longest, summed).
     Separates "rounds ran longer" from "each token got slower" when two runs differ."""
     timed = [r for r in rows if r.get("longest")]
     if not timed:
