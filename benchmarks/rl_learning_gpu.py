@@ -11,9 +11,10 @@ survive between commands while the GPU host stays warm):
             RLSD-TR. Each call stops at --train-seconds with a checkpoint; calling `train`
             again resumes every variant from it (hundreds of steps need several calls)
     bfcl    pick the GRPO variant with the best validation mean@16 (never BFCL), then
-            generate BFCL v4 single-turn answers for base, primed, that variant and RLSD-TR,
-            one model per GPU at a time (resumable: call again to finish);
-            pack run logs + generations into ``--out``/rl_learning.tar.gz
+            generate BFCL v4 single-turn answers for base, primed, that variant, RLSD-TR and
+            any ``--also`` variants, one model per GPU at a time (resumable: call again to
+            finish; models already generated are skipped; ``--only base,primed`` runs while
+            the variants still train); pack run logs + generations into ``--out``/rl_learning.tar.gz
     report  (on the CPU box) score the generations with BFCL's own scorer, paired bootstrap
             CIs, tables in benchmarks/results/rl_learning_gpu.{md,json,csv} and figures
 
@@ -188,24 +189,47 @@ def pick_rlsd(work: Path, chosen: str) -> str | None:
     return (twins or ran or [None])[0]
 
 
+def bfcl_models(work: Path, key: str, also: list[str], only: list[str] | None) -> dict[str, str]:
+    """BFCL label -> model: base, primed, the variant selected on validation ("grpo"), RLSD-TR,
+    and every variant named in ``also`` under its own name. ``only``: just these labels (base
+    and primed need no trained variant, so they can run while the variants still train)."""
+    models = {"base": "embedded", "primed": str(work / "primed_model")}
+    if only is None or set(only) - set(models):
+        chosen = select_grpo(work, key)
+        print(f"selected on validation {key}: {chosen}", flush=True)
+        models["grpo"] = str(work / "runs" / chosen / "best")
+        rlsd = pick_rlsd(work, chosen)
+        if rlsd:
+            models["rlsd"] = str(work / "runs" / rlsd / "best")
+            if RLSD_TWINS[rlsd] != chosen:  # RLSD-TR's GRPO twin, so that pair is compared on BFCL too
+                models["pair"] = str(work / "runs" / RLSD_TWINS[rlsd] / "best")
+        for name in also:
+            if name not in VARIANTS:
+                raise SystemExit(f"--also {name}: not a variant; expected one of {list(VARIANTS)}")
+            if name != chosen:
+                models[name] = str(work / "runs" / name / "best")
+    if only is not None:
+        unknown = set(only) - set(models)
+        if unknown:
+            raise SystemExit(f"--only {sorted(unknown)}: expected labels among {list(models)}")
+        models = {label: model for label, model in models.items() if label in only}
+    return models
+
+
 def phase_bfcl(work: Path, gpus: list[str], out: Path, batch_size: int, deadline_s: float,
                limit: int | None = None, max_new_tokens: int = 256,
-               max_batch_tokens: int | None = None) -> None:
+               max_batch_tokens: int | None = None, also: list[str] = (),
+               only: list[str] | None = None) -> None:
     config = load_config([])
     key = f"{config.validation.best_scheme}_mean@{config.validation.k}"
-    chosen = select_grpo(work, key)
-    print(f"selected on validation {key}: {chosen}", flush=True)
-    models = {"base": "embedded", "primed": str(work / "primed_model"),
-              "grpo": str(work / "runs" / chosen / "best")}
-    rlsd = pick_rlsd(work, chosen)
-    if rlsd:
-        models["rlsd"] = str(work / "runs" / rlsd / "best")
-        if RLSD_TWINS[rlsd] != chosen:  # RLSD-TR's GRPO twin, so that pair is compared on BFCL too
-            models["pair"] = str(work / "runs" / RLSD_TWINS[rlsd] / "best")
+    models = bfcl_models(work, key, list(also), only)
     todo = []
     for label, model in models.items():
         if label != "base" and not Path(model).exists():
             print(f"{label}: {model} missing, skipped", flush=True)
+            continue
+        if (work / "bfcl" / label / "run.json").is_file():  # written when its generation completed
+            print(f"{label}: already generated, skipped", flush=True)
             continue
         todo.append((label, [
             sys.executable, "-m", "toolrl_lib.cli", "eval", "bfcl", "--model", model,
@@ -283,6 +307,9 @@ def main() -> None:
     parser.add_argument("--archive", help="report: the tar.gz the bfcl phase packed")
     parser.add_argument("--limit", type=int, help="bfcl: first N entries per category (dry runs)")
     parser.add_argument("--max-new-tokens", type=int, default=256, help="bfcl generation limit")
+    parser.add_argument("--also", default="", help="bfcl: also evaluate these variants (comma list)")
+    parser.add_argument("--only", default=None, help="bfcl: only these labels (e.g. base,primed)")
+    parser.add_argument("--tag", default="", help="report: name results rl_learning_<tag>*, figures 07_<tag>_*")
     parser.add_argument("--common-subset", action="store_true",
                         help="report: score only entries generated for every model (interrupted bfcl)")
     parser.add_argument("--device", default="cuda")
@@ -302,12 +329,14 @@ def main() -> None:
         worker(work, args.variant, args.train_seconds)
     elif args.phase == "bfcl":
         phase_bfcl(work, gpus, Path(args.out), args.batch_size, args.deadline_s, args.limit,
-                   args.max_new_tokens, args.max_batch_tokens)
+                   args.max_new_tokens, args.max_batch_tokens,
+                   also=[v for v in args.also.split(",") if v],
+                   only=args.only.split(",") if args.only else None)
     else:
         sys.path.insert(0, str(Path(__file__).parent))
         from rl_learning_report import report
 
-        report(Path(args.archive), Path(args.out), work, common_subset=args.common_subset)
+        report(Path(args.archive), Path(args.out), work, common_subset=args.common_subset, tag=args.tag)
 
 
 if __name__ == "__main__":

@@ -100,13 +100,20 @@ def score_bfcl(work: Path, common_subset: bool = False) -> tuple[dict[str, Path]
     return scored, None if only is None else len(only)
 
 
+def pairs_for(labels: list[str]) -> list[tuple[str, str]]:
+    """The fixed pairs, then each extra variant (``--also``) against primed and the selected GRPO."""
+    known = {label for pair in PAIRS for label in pair}
+    extra = [(a, label) for label in sorted(set(labels) - known) for a in ("primed", "grpo")]
+    return [*PAIRS, *extra]
+
+
 def bfcl_tables(scored: dict[str, Path]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     from toolrl_lib.evaluate.analysis import compare, compare_aggregate, load_entries, summary_table
 
     entries = {label: load_entries(folder) for label, folder in scored.items()}
     summary = pd.concat([summary_table(e).assign(model=label) for label, e in entries.items()])
     pairs, aggs = [], []
-    for a, b in PAIRS:
+    for a, b in pairs_for(list(entries)):
         if a in entries and b in entries:
             pairs.append(compare(entries[a], entries[b]).assign(a=a, b=b))
             for name in ("non_live_ast", "live_ast"):
@@ -148,7 +155,10 @@ def markdown(frame: pd.DataFrame, digits: int = 3) -> str:
 
 
 def report(archive: Path, out: Path, work: Path, figures: Path = Path("figures"),
-           common_subset: bool = False) -> None:
+           common_subset: bool = False, tag: str = "") -> None:
+    """``tag``: a second experiment's files sit beside the first (rl_learning_<tag>*, 07_<tag>_*)."""
+    name = f"rl_learning_{tag}" if tag else "rl_learning"
+    fig = f"07_{tag}_" if tag else "07_"
     extract(archive, work)
     selection = json.loads((work / "selection.json").read_text())
     # a variant that never ran scored -inf in archives made before select_grpo skipped it
@@ -159,23 +169,25 @@ def report(archive: Path, out: Path, work: Path, figures: Path = Path("figures")
     scored, n_common = score_bfcl(work, common_subset)
     summary, pairs, aggs = bfcl_tables(scored)
     out.mkdir(parents=True, exist_ok=True)
-    validation.to_csv(out / "rl_learning_validation.csv", index=False)
-    training.to_csv(out / "rl_learning_training.csv", index=False)
-    summary.to_csv(out / "rl_learning_bfcl.csv", index=False)
-    pairs.to_csv(out / "rl_learning_bfcl_pairs.csv", index=False)
-    (out / "rl_learning.json").write_text(json.dumps({
+    validation.to_csv(out / f"{name}_validation.csv", index=False)
+    training.to_csv(out / f"{name}_training.csv", index=False)
+    summary.to_csv(out / f"{name}_bfcl.csv", index=False)
+    pairs.to_csv(out / f"{name}_bfcl_pairs.csv", index=False)
+    (out / f"{name}.json").write_text(json.dumps({
         "selection": selection, "aggregates": aggs.to_dict(orient="records"),
         "bfcl_common_subset_entries": n_common,
         "start": json.loads((work / "start_validation.json").read_text()),
     }, indent=2))
-    plot_validation(validation, key, figures / "07_validation_curves.png")
+    plot_validation(validation, key, figures / f"{fig}validation_curves.png")
     rlsd = selection.get("rlsd", "rlsd-weighted")  # archives before the key existed ran rlsd-weighted
     twin = selection.get("rlsd_twin", "grpo-weighted")
-    plot_validation(validation, key, figures / "08_grpo_vs_rlsd.png", only=[twin, rlsd])
+    if rlsd and (work / "runs" / rlsd).is_dir():
+        plot_validation(validation, key, figures / f"08_{tag + '_' if tag else ''}grpo_vs_rlsd.png",
+                        only=[twin, rlsd])
     if not summary.empty:
         from toolrl_lib.evaluate.plots import plot_accuracy
 
-        plot_accuracy(summary, figures / "07_bfcl_categories.png",
+        plot_accuracy(summary, figures / f"{fig}bfcl_categories.png",
                       title="BFCL v4 single-turn, embedded model (bootstrap 95% CIs)")
     acc = summary.pivot(index="category", columns="model", values="accuracy").reset_index()
     headline = pairs[pairs.category == "ALL"][["a", "b", "n", "acc_a", "acc_b", "diff", "ci_low", "ci_high",
@@ -193,7 +205,7 @@ def report(archive: Path, out: Path, work: Path, figures: Path = Path("figures")
         markdown(aggs[["a", "b", "aggregate", "n", "acc_a", "acc_b", "diff", "ci_low", "ci_high"]]
                  if not aggs.empty else aggs, 4),
         "## Paired differences over all scored entries pooled (B - A)\n", markdown(headline, 4),
-        "Per-category paired rows: rl_learning_bfcl_pairs.csv.\n",
+        f"Per-category paired rows: {name}_bfcl_pairs.csv.\n",
     ]
-    (out / "rl_learning_gpu.md").write_text("\n".join(text))
+    (out / f"{name}_gpu.md" if not tag else out / f"{name}.md").write_text("\n".join(text))
     print("\n".join(text))

@@ -68,3 +68,41 @@ def test_rlsd_run_paired_with_its_grpo_twin(tmp_path):
     assert rl.pick_rlsd(tmp_path, "dapo-weighted") == "rlsd-dapo-weighted"  # the chosen one's twin
     assert rl.pick_rlsd(tmp_path, "grpo-weighted") == "rlsd-weighted"
     assert rl.pick_rlsd(tmp_path / "empty", "grpo-weighted") is None
+
+
+def _ran(root, name, body):
+    folder = root / "runs" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "validation.csv").write_text("step,stage,binary_mean@16\n" + body)
+
+
+def test_bfcl_models_only_base_primed_needs_no_trained_variant(tmp_path):
+    models = rl.bfcl_models(tmp_path, "binary_mean@16", also=[], only=["base", "primed"])
+    assert models == {"base": "embedded", "primed": str(tmp_path / "primed_model")}
+    assert not (tmp_path / "selection.json").exists()  # no selection was made
+
+
+def test_bfcl_models_also_adds_the_variant_not_selected(tmp_path):
+    import pytest
+
+    _ran(tmp_path, "dapo-weighted", "50,grpo,0.20\n")
+    _ran(tmp_path, "dapo-weighted-nocall3", "50,grpo,0.25\n")
+    models = rl.bfcl_models(tmp_path, "binary_mean@16", also=["dapo-weighted", "dapo-weighted-nocall3"],
+                            only=None)
+    # the selected one is "grpo"; the other keeps its name, so both are on BFCL whichever wins
+    assert models["grpo"] == str(tmp_path / "runs" / "dapo-weighted-nocall3" / "best")
+    assert models["dapo-weighted"] == str(tmp_path / "runs" / "dapo-weighted" / "best")
+    assert "dapo-weighted-nocall3" not in models and "rlsd" not in models
+    with pytest.raises(SystemExit, match="not a variant"):
+        rl.bfcl_models(tmp_path, "binary_mean@16", also=["dapo"], only=None)
+    with pytest.raises(SystemExit, match="expected labels"):
+        rl.bfcl_models(tmp_path, "binary_mean@16", also=[], only=["base", "nocall"])
+
+
+def test_report_pairs_each_extra_variant_with_primed_and_the_selected():
+    import rl_learning_report as report
+
+    pairs = report.pairs_for(["base", "primed", "grpo", "dapo-weighted"])
+    assert ("primed", "dapo-weighted") in pairs and ("grpo", "dapo-weighted") in pairs
+    assert pairs[: len(report.PAIRS)] == report.PAIRS
+    assert report.pairs_for(["base", "primed", "grpo"]) == report.PAIRS

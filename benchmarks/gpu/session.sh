@@ -30,7 +30,12 @@
 #   model: just the embedded model (for a session that starts at step 8)
 #   fit [data/processed/smoke]  configs/qwen3_8b_h100.yaml itself, its own backend (unsloth, so after
 #     steps 2 and 3), 2 steps under an 80 GB cap (~5-7 min): results/full_profile_fit_unsloth.json
-# Next session (issue 7): steps 1, 2, 3, then `model` + 7 with
+# Long run (issue 7 part 1, hundreds of steps; 30 min of device time): steps 1, 2, 3, then
+#   RL_VARIANTS=dapo-weighted,dapo-weighted-nocall3 RL_GPUS=0 RL_SET=grpo.merged_generation=true
+#   for 4 (SIDE=bfcl0: base and primed BFCL on GPU 1 meanwhile) and 5 (SIDE=fit: the full
+#   profile's fit on GPU 1 meanwhile), then 6 with BFCL_ALSO=dapo-weighted,dapo-weighted-nocall3
+#   (both variants, whichever validation selects); report with --tag long.
+# Throughput follow-up (issue 7 part 2): steps 1, 2, 3, then `model` + 7 with
 #   TP_VARIANTS=unsloth_merged_gen_batch64,unsloth_gen_batch64 (merged rollouts with Unsloth's
 #   training; the worker first checks that Unsloth's layers honour the merged path), then fit.
 set -uo pipefail
@@ -52,17 +57,33 @@ case "${1:?step}" in
   4) S4=${S4:-570}
      mkdir -p /tmp/rl
      bash "$0" model || exit 1
+     if [ "${SIDE:-}" = bfcl0 ]; then  # GPU 1: BFCL of base, then of primed once it exists
+       ( python3 benchmarks/rl_learning_gpu.py bfcl --work /tmp/rl --gpus 1 --only base --out "$OUT" \
+           --deadline-s "$(left $((S4 - 25)))"
+         until [ -f /tmp/rl/start_validation.json ] || [ "$(left "$S4")" -lt 90 ]; do sleep 5; done
+         python3 benchmarks/rl_learning_gpu.py bfcl --work /tmp/rl --gpus 1 --only primed --out "$OUT" \
+           --deadline-s "$(left $((S4 - 25)))" ) > /tmp/rl/side.log 2>&1 &
+     fi
      # one GPU visible: the priming SFT is a single-process run
      CUDA_VISIBLE_DEVICES=0 python3 benchmarks/rl_learning_gpu.py prime --work /tmp/rl > /tmp/rl/prime.log 2>&1
      grep -v "it/s]" /tmp/rl/prime.log | tail -4
-     bash "$0" train "$(left $((S4 - 15)))" ;;
-  5) bash "$0" train "${S5:-555}" ;;
+     bash "$0" train "$(left $((S4 - 15)))"
+     wait; [ -f /tmp/rl/side.log ] && grep -v "it/s]" /tmp/rl/side.log | tail -6 ;;
+  5) S5=${S5:-555}
+     if [ "${SIDE:-}" = fit ]; then  # GPU 1: the full profile's fit while GPU 0 trains
+       CUDA_VISIBLE_DEVICES=1 python3 benchmarks/full_profile_fit.py --out "$OUT" \
+         --time-budget-s "$((S5 - 20))" > /tmp/fit.log 2>&1 &
+     fi
+     bash "$0" train "$S5"
+     wait; [ -f /tmp/fit.log ] && tail -22 /tmp/fit.log ;;
   train) D=${2:?seconds}   # workers stop at D-120 s (checkpoint, final validation), killed at D
-     python3 benchmarks/rl_learning_gpu.py train --work /tmp/rl --gpus 0,1 \
-       --variants "${RL_VARIANTS:-grpo-weighted,rlsd-weighted,grpo-binary,dapo-weighted}" \
+     SETS=(); for item in ${RL_SET:-}; do SETS+=("--set=$item"); done
+     python3 benchmarks/rl_learning_gpu.py train --work /tmp/rl --gpus "${RL_GPUS:-0,1}" \
+       --variants "${RL_VARIANTS:-grpo-weighted,rlsd-weighted,grpo-binary,dapo-weighted}" "${SETS[@]}" \
        --train-seconds "$((D - 120))" --deadline-s "$D" > /tmp/rl/train.log 2>&1
      tail -8 /tmp/rl/train.log ;;
-  6) python3 benchmarks/rl_learning_gpu.py bfcl --work /tmp/rl --gpus 0,1 --out "$OUT" --deadline-s "${S6:-540}" ;;
+  6) python3 benchmarks/rl_learning_gpu.py bfcl --work /tmp/rl --gpus 0,1 --out "$OUT" --deadline-s "${S6:-540}" \
+       ${BFCL_ALSO:+--also "$BFCL_ALSO"} ;;
   7) python3 benchmarks/grpo_throughput.py --prepare-model > /tmp/tp-prepare.log 2>&1
      python3 benchmarks/grpo_throughput.py --out /tmp/tp ${TP_RESUME:+--resume} --time-budget-s "$(left ${S7:-560})" \
        --variants "$TP_VARIANTS" > /tmp/tp.log 2>&1
