@@ -107,18 +107,26 @@ def pairs_for(labels: list[str]) -> list[tuple[str, str]]:
     return [*PAIRS, *extra]
 
 
-def bfcl_tables(scored: dict[str, Path]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    from toolrl_lib.evaluate.analysis import compare, compare_aggregate, load_entries, summary_table
+def bfcl_tables(scored: dict[str, Path]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Per-category summary, paired per-category rows, paired aggregates, and call precision."""
+    from toolrl_lib.evaluate.analysis import (
+        call_precision,
+        compare,
+        compare_aggregate,
+        load_entries,
+        summary_table,
+    )
 
     entries = {label: load_entries(folder) for label, folder in scored.items()}
     summary = pd.concat([summary_table(e).assign(model=label) for label, e in entries.items()])
+    calls = call_precision(pd.concat([e.assign(model=label) for label, e in entries.items()]))
     pairs, aggs = [], []
     for a, b in pairs_for(list(entries)):
         if a in entries and b in entries:
             pairs.append(compare(entries[a], entries[b]).assign(a=a, b=b))
             for name in ("non_live_ast", "live_ast"):
                 aggs.append({"a": a, "b": b, **compare_aggregate(entries[a], entries[b], name)})
-    return summary, pd.concat(pairs) if pairs else pd.DataFrame(), pd.DataFrame(aggs)
+    return summary, pd.concat(pairs) if pairs else pd.DataFrame(), pd.DataFrame(aggs), calls
 
 
 def plot_validation(validation: pd.DataFrame, key: str, path: Path, only: list[str] | None = None) -> None:
@@ -167,12 +175,13 @@ def report(archive: Path, out: Path, work: Path, figures: Path = Path("figures")
     validation = validation_table(work)
     training = training_table(work, validation, key)
     scored, n_common = score_bfcl(work, common_subset)
-    summary, pairs, aggs = bfcl_tables(scored)
+    summary, pairs, aggs, calls = bfcl_tables(scored)
     out.mkdir(parents=True, exist_ok=True)
     validation.to_csv(out / f"{name}_validation.csv", index=False)
     training.to_csv(out / f"{name}_training.csv", index=False)
     summary.to_csv(out / f"{name}_bfcl.csv", index=False)
     pairs.to_csv(out / f"{name}_bfcl_pairs.csv", index=False)
+    calls.to_csv(out / f"{name}_bfcl_calls.csv", index=False)
     (out / f"{name}.json").write_text(json.dumps({
         "selection": selection, "aggregates": aggs.to_dict(orient="records"),
         "bfcl_common_subset_entries": n_common,
@@ -205,6 +214,8 @@ def report(archive: Path, out: Path, work: Path, figures: Path = Path("figures")
         markdown(aggs[["a", "b", "aggregate", "n", "acc_a", "acc_b", "diff", "ci_low", "ci_high"]]
                  if not aggs.empty else aggs, 4),
         "## Paired differences over all scored entries pooled (B - A)\n", markdown(headline, 4),
+        "## Calling more, or calling better? (AST entries pooled; accuracy among the entries answered "
+        "with a call, bootstrap 95% CI)\n", markdown(calls, 3),
         f"Per-category paired rows: {name}_bfcl_pairs.csv.\n",
     ]
     (out / f"{name}_gpu.md" if not tag else out / f"{name}.md").write_text("\n".join(text))

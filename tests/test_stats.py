@@ -101,3 +101,29 @@ def test_compare_aggregate_interval_contains_difference_and_refuses_missing_part
     partial = {c: v for c, v in live.items() if c != "live_parallel"}
     with pytest.raises(ValueError, match="live_parallel"):
         compare_aggregate(_entries("a", partial), _entries("b", better), "live_ast")
+
+
+def test_call_precision_separates_calling_more_from_calling_better():
+    import pandas as pd
+
+    from toolrl_lib.evaluate.analysis import call_precision
+
+    def model(name, called, correct):
+        return pd.DataFrame({"model": name, "category": "simple_python", "id": [str(i) for i in range(len(called))],
+                             "called": called, "correct": correct})
+
+    # A calls on 2 of 4 and gets 1 right; B calls on all 4 and gets 2 right: accuracy doubles,
+    # accuracy when called stays 0.5 - B only calls more
+    a = model("a", [True, True, False, False], [True, False, False, False])
+    b = model("b", [True, True, True, True], [True, False, True, False])
+    live = model("a", [True], [True]).assign(category="live_simple")
+    table = call_precision(pd.concat([a, b, live]), seed=0).set_index(["model", "group"])
+    assert table.loc[("a", "non_live_ast"), "accuracy"] == 0.25
+    assert table.loc[("b", "non_live_ast"), "accuracy"] == 0.5
+    assert table.loc[("a", "non_live_ast"), "accuracy_when_called"] == 0.5
+    assert table.loc[("b", "non_live_ast"), "accuracy_when_called"] == 0.5
+    assert table.loc[("b", "non_live_ast"), "call_rate"] == 1.0
+    assert table.loc[("a", "live_ast"), "calls"] == 1
+    assert ("b", "live_ast") not in table.index  # no live entries for b: no row
+    low, high = table.loc[("b", "non_live_ast"), ["ci_low", "ci_high"]]
+    assert 0.0 <= low <= 0.5 <= high <= 1.0

@@ -75,6 +75,30 @@ def summary_table(entries: pd.DataFrame, ci: bool = True, seed: int = 0) -> pd.D
     return pd.DataFrame(rows)
 
 
+def call_precision(entries: pd.DataFrame, groups: dict[str, tuple[str, ...]] | None = None,
+                   seed: int = 0) -> pd.DataFrame:
+    """Did a model get better at calling, or only call more often? Per model and group of
+    categories (default: non-live and live AST): entries pooled, call rate, accuracy, and
+    accuracy among the entries it answered with a call (bootstrap 95% CI). On AST categories
+    every correct answer is a call, so accuracy = call_rate x accuracy_when_called."""
+    groups = groups or {"non_live_ast": NON_LIVE_AST_SIMPLE + NON_LIVE_AST_OTHER, "live_ast": LIVE_AST}
+    rows = []
+    for model, frame in entries.groupby("model", sort=False):
+        for name, categories in groups.items():
+            part = frame[frame["category"].isin(categories)]
+            if part.empty:
+                continue
+            called = part[part["called"]]
+            low, high = bootstrap_ci(called["correct"].to_numpy(), seed=seed)
+            rows.append({
+                "model": model, "group": name, "n": len(part), "calls": len(called),
+                "call_rate": float(part["called"].mean()), "accuracy": float(part["correct"].mean()),
+                "accuracy_when_called": float(called["correct"].mean()) if len(called) else float("nan"),
+                "ci_low": low, "ci_high": high,
+            })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
 def aggregates(summary: pd.DataFrame | list[dict[str, Any]], full_categories: bool = True) -> dict[str, Any]:
     """BFCL's non-live and live AST summaries, computed only when all their parts were run.
 
