@@ -166,7 +166,7 @@ def report(archive: Path, out: Path, work: Path, figures: Path = Path("figures")
            common_subset: bool = False, tag: str = "") -> None:
     """``tag``: a second experiment's files sit beside the first (rl_learning_<tag>*, 07_<tag>_*)."""
     name = f"rl_learning_{tag}" if tag else "rl_learning"
-    fig = f"07_{tag}_" if tag else "07_"
+    suffix = f"{tag}_" if tag else ""
     extract(archive, work)
     selection = json.loads((work / "selection.json").read_text())
     # a variant that never ran scored -inf in archives made before select_grpo skipped it
@@ -187,16 +187,16 @@ def report(archive: Path, out: Path, work: Path, figures: Path = Path("figures")
         "bfcl_common_subset_entries": n_common,
         "start": json.loads((work / "start_validation.json").read_text()),
     }, indent=2))
-    plot_validation(validation, key, figures / f"{fig}validation_curves.png")
+    plot_validation(validation, key, figures / f"07_{suffix}validation_curves.png")
     rlsd = selection.get("rlsd", "rlsd-weighted")  # archives before the key existed ran rlsd-weighted
     twin = selection.get("rlsd_twin", "grpo-weighted")
     if rlsd and (work / "runs" / rlsd).is_dir():
-        plot_validation(validation, key, figures / f"08_{tag + '_' if tag else ''}grpo_vs_rlsd.png",
+        plot_validation(validation, key, figures / f"08_{suffix}grpo_vs_rlsd.png",
                         only=[twin, rlsd])
     if not summary.empty:
         from toolrl_lib.evaluate.plots import plot_accuracy
 
-        plot_accuracy(summary, figures / f"{fig}bfcl_categories.png",
+        plot_accuracy(summary, figures / f"07_{suffix}bfcl_categories.png",
                       title="BFCL v4 single-turn, embedded model (bootstrap 95% CIs)")
     acc = summary.pivot(index="category", columns="model", values="accuracy").reset_index()
     headline = pairs[pairs.category == "ALL"][["a", "b", "n", "acc_a", "acc_b", "diff", "ci_low", "ci_high",
@@ -218,5 +218,5 @@ def report(archive: Path, out: Path, work: Path, figures: Path = Path("figures")
         "with a call, bootstrap 95% CI)\n", markdown(calls, 3),
         f"Per-category paired rows: {name}_bfcl_pairs.csv.\n",
     ]
-    (out / f"{name}_gpu.md" if not tag else out / f"{name}.md").write_text("\n".join(text))
+    (out / (f"{name}.md" if tag else "rl_learning_gpu.md")).write_text("\n".join(text))
     print("\n".join(text))

@@ -31,10 +31,12 @@
 #   fit [data/processed/smoke]  configs/qwen3_8b_h100.yaml itself, its own backend (unsloth, so after
 #     steps 2 and 3), 2 steps under an 80 GB cap (~5-7 min): results/full_profile_fit_unsloth.json
 # Long run (issue 7 part 1, hundreds of steps; 30 min of device time): steps 1, 2, 3, then
-#   RL_VARIANTS=dapo-weighted,dapo-weighted-nocall3 RL_GPUS=0 RL_SET=grpo.merged_generation=true
-#   for 4 (SIDE=bfcl0: base and primed BFCL on GPU 1 meanwhile) and 5 (SIDE=fit: the full
+#   RL_VARIANTS=dapo-weighted,dapo-weighted-nocall3 RL_GPUS=0
+#   RL_SET="grpo.merged_generation=true grpo.generation_batch_size=512" for 4 (SIDE=bfcl0: base and primed BFCL on GPU 1 meanwhile) and 5 (SIDE=fit: the full
 #   profile's fit on GPU 1 meanwhile), then 6 with BFCL_ALSO=dapo-weighted,dapo-weighted-nocall3
-#   (both variants, whichever validation selects); report with --tag long.
+#   (both variants, whichever validation selects); report with --tag long. Measured: ~145 steps
+#   after 4 and 5; a further `RL_GPUS=0,1 ... train 245` (one per GPU) reached 185/189, then 6
+#   again after removing the two variants' /tmp/rl/bfcl folders (benchmarks/README.md).
 # Throughput follow-up (issue 7 part 2): steps 1, 2, 3, then `model` + 7 with
 #   TP_VARIANTS=unsloth_merged_gen_batch64,unsloth_gen_batch64 (merged rollouts with Unsloth's
 #   training; the worker first checks that Unsloth's layers honour the merged path), then fit.
