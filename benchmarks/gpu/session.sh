@@ -37,9 +37,12 @@
 #   (both variants, whichever validation selects); report with --tag long. Measured: ~145 steps
 #   after 4 and 5; a further `RL_GPUS=0,1 ... train 245` (one per GPU) reached 185/189, then 6
 #   again after removing the two variants' /tmp/rl/bfcl folders (benchmarks/README.md).
-# Throughput follow-up (issue 7 part 2): steps 1, 2, 3, then `model` + 7 with
-#   TP_VARIANTS=unsloth_merged_gen_batch64,unsloth_gen_batch64 (merged rollouts with Unsloth's
-#   training; the worker first checks that Unsloth's layers honour the merged path), then fit.
+# Throughput follow-up (issue 7 part 2, the >= 4/s goal): steps 1, 2, 3, then `model` + 7 with the
+#   default TP_VARIANTS (all ten, unsloth_merged_gen_batch64 first: merged rollouts with Unsloth's
+#   training; the worker first checks that Unsloth's layers honour the merged path), then 7 again
+#   with TP_RESUME=1 (the last table's variants took ~915 s on two lanes: two calls). If the merged
+#   variant is fastest and passes its check, allow merged_generation with unsloth in the run config
+#   (toolrl_lib/train/config.py rule, run.py) and make it the full profile's default.
 set -uo pipefail
 export PYTHONPATH=/tmp/site:$PWD TOOLRL_CACHE=/tmp/toolrl-cache HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
