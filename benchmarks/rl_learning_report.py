@@ -117,9 +117,9 @@ def bfcl_tables(scored: dict[str, Path]) -> tuple[pd.DataFrame, pd.DataFrame, pd
         summary_table,
     )
 
-    entries = {label: load_entries(folder) for label, folder in scored.items()}
-    summary = pd.concat([summary_table(e).assign(model=label) for label, e in entries.items()])
-    calls = call_precision(pd.concat([e.assign(model=label) for label, e in entries.items()]))
+    entries = {label: load_entries(folder).assign(model=label) for label, folder in scored.items()}
+    combined = pd.concat(entries.values())
+    summary, calls = summary_table(combined), call_precision(combined)
     pairs, aggs = [], []
     for a, b in pairs_for(list(entries)):
         if a in entries and b in entries:

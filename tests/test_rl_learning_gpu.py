@@ -12,6 +12,13 @@ sys.path.insert(0, str(BENCH))
 import rl_learning_gpu as rl  # noqa: E402
 
 
+def _ran(root, name, body="25,grpo,0.2\n"):
+    """A variant folder with the validation rows ``body`` (step,stage,binary_mean@16)."""
+    folder = root / "runs" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "validation.csv").write_text("step,stage,binary_mean@16\n" + body)
+
+
 def test_queue_runs_one_job_per_gpu_and_kills_at_the_deadline(tmp_path, capsys):
     say = [sys.executable, "-c", "import os; print('gpu', os.environ['CUDA_VISIBLE_DEVICES'])"]
     sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
@@ -29,9 +36,7 @@ def test_selection_uses_validation_only_and_skips_rlsd(tmp_path):
             "grpo-binary": "25,grpo,0.30\n50,final,0.10\n",
             "rlsd-weighted": "25,grpo,0.90\n"}
     for name, body in rows.items():
-        folder = tmp_path / "runs" / name
-        folder.mkdir(parents=True)
-        (folder / "validation.csv").write_text("step,stage,binary_mean@16\n0,primed,0.5\n" + body)
+        _ran(tmp_path, name, "0,primed,0.5\n" + body)
     assert rl.select_grpo(tmp_path, "binary_mean@16") == "grpo-binary"  # best row, not final
     assert rl.best_validation(tmp_path / "runs" / "grpo-weighted", "binary_mean@16") == (0.25, 50)
     assert rl.best_validation(tmp_path / "runs" / "missing", "binary_mean@16")[1] == -1
@@ -52,28 +57,17 @@ def test_selection_refuses_when_no_grpo_variant_ran(tmp_path):
 def test_rlsd_run_paired_with_its_grpo_twin(tmp_path):
     import json
 
-    def ran(name, body="25,grpo,0.2\n"):
-        folder = tmp_path / "runs" / name
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "validation.csv").write_text("step,stage,binary_mean@16\n" + body)
-
-    ran("grpo-weighted")
-    ran("dapo-weighted", "25,grpo,0.3\n")
-    ran("rlsd-weighted", "25,grpo,0.9\n")  # never a GRPO candidate, however well it validates
+    _ran(tmp_path, "grpo-weighted")
+    _ran(tmp_path, "dapo-weighted", "25,grpo,0.3\n")
+    _ran(tmp_path, "rlsd-weighted", "25,grpo,0.9\n")  # never a GRPO candidate, however well it validates
     assert rl.select_grpo(tmp_path, "binary_mean@16") == "dapo-weighted"
     assert rl.pick_rlsd(tmp_path, "dapo-weighted") == "rlsd-weighted"  # the only RLSD run
     selection = json.loads((tmp_path / "selection.json").read_text())
     assert (selection["rlsd"], selection["rlsd_twin"]) == ("rlsd-weighted", "grpo-weighted")
-    ran("rlsd-dapo-weighted")
+    _ran(tmp_path, "rlsd-dapo-weighted")
     assert rl.pick_rlsd(tmp_path, "dapo-weighted") == "rlsd-dapo-weighted"  # the chosen one's twin
     assert rl.pick_rlsd(tmp_path, "grpo-weighted") == "rlsd-weighted"
     assert rl.pick_rlsd(tmp_path / "empty", "grpo-weighted") is None
-
-
-def _ran(root, name, body):
-    folder = root / "runs" / name
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "validation.csv").write_text("step,stage,binary_mean@16\n" + body)
 
 
 def test_bfcl_models_only_base_primed_needs_no_trained_variant(tmp_path):
