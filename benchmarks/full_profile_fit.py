@@ -150,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
             rc, timed_out = proc.wait(), True
     result = json.loads(result_path.read_text())
     steps = step_times(run_dir)
+    info_path = run_dir / "run_info.json"
+    if info_path.is_file():  # e.g. the merged-rollout check the run made under unsloth
+        info = json.loads(info_path.read_text())
+        result.update({k: info[k] for k in ("backend", "merged_check") if k in info})
     result.update(rc=rc, wall_s=round(time.perf_counter() - start, 1), step_times_s=steps,
                   steps_done=len(steps))
     if timed_out:

@@ -141,3 +141,34 @@ def test_merged_path_check_catches_an_update_applied_twice(lora_model, monkeypat
                                                 new_tokens=4)
     assert check["base_vs_lora_max_logit_gap"] > 0
     assert not check["ok"] and check["merged_vs_lora_mean_logit_gap"] > 0.5 * check["base_vs_lora_mean_logit_gap"]
+
+
+def test_require_merged_path_passes_peft_and_refuses_a_layer_that_ignores_the_switch(lora_model, monkeypatch):
+    """What a run does under unsloth before its first merged rollout."""
+    from contextlib import contextmanager
+
+    from transformers import AutoTokenizer
+
+    from toolrl_lib.train import merged_generation
+
+    tokenizer = AutoTokenizer.from_pretrained(lora_model.base_model.model.config._name_or_path)
+    check = merged_generation.require_merged_path(lora_model, tokenizer)
+    assert check["ok"] and check["merged_vs_lora_token_agreement"] == 1.0
+
+    @contextmanager
+    def adapters_stay_on(model):  # rollouts would see W + sBA and the LoRA branch again
+        with torch.no_grad():
+            deltas = [(layer.get_base_layer(), layer.get_delta_weight("default"))
+                      for layer in merged_generation._lora_layers(model)]
+            for base, delta in deltas:
+                base.weight += delta
+        try:
+            yield model
+        finally:
+            with torch.no_grad():
+                for base, delta in deltas:
+                    base.weight -= delta
+
+    monkeypatch.setattr(merged_generation, "lora_merged", adapters_stay_on)
+    with pytest.raises(RuntimeError, match="do not compute the LoRA path"):
+        merged_generation.require_merged_path(lora_model, tokenizer)

@@ -290,3 +290,14 @@ def test_training_arguments_honour_the_single_gpu_pin():
     _ = args.n_gpu  # devices are set up lazily; pretend two GPUs were found
     args._n_gpu = 2
     assert one_gpu_per_process(args).n_gpu == 1
+
+
+def test_merged_rollouts_need_adapters_not_a_particular_backend():
+    from toolrl_lib.config import ConfigError
+
+    # unsloth is allowed: the run checks its patched layers with require_merged_path first
+    config = load_run_config("configs/qwen3_8b_h100.yaml", ["grpo.merged_generation=true"])
+    assert config.backend == "unsloth" and config.grpo.merged_generation
+    with pytest.raises(ConfigError, match="grpo.merged_generation"):
+        load_run_config("configs/qwen3_8b_h100.yaml",
+                        ["grpo.merged_generation=true", "backend=peft", "lora.enabled=false"])

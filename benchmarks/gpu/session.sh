@@ -51,7 +51,7 @@ T0=$(date +%s)
 left() { echo $(( ${1} - ($(date +%s) - T0) )); }   # seconds left of a step's budget
 install() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$@"; }
 pack() { local name=$1; shift; tar czf "$OUT/$name.tar.gz" "$@" 2>/dev/null; ls -la "$OUT/$name.tar.gz"; }
-TP_VARIANTS=${TP_VARIANTS:-unsloth_merged_gen_batch64,unsloth_gen_batch64,peft_merged_gen_batch64,peft_gen_batch64,unsloth,peft_default,best@1024,peft_paged,peft_static_compile}
+TP_VARIANTS=${TP_VARIANTS:-unsloth_merged_gen_batch64,unsloth_gen_batch64,peft_merged_gen_batch64,peft_gen_batch64,unsloth,peft_default,peft_paged,peft_static_compile,best@1024}
 case "${1:?step}" in
   1) mkdir -p /tmp/m && cp .whl/gguf1/part1 /tmp/m/ && install .whl/base/*.whl .whl/ds/*.whl
      nvidia-smi -L; python3 -c "import torch, trl; print(torch.__version__, trl.__version__, torch.cuda.device_count())" ;;

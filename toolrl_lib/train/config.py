@@ -90,8 +90,9 @@ class GRPOSection:
     generation_batch_size: int | None = None  # completions per generation round; None = TRL's
     num_iterations: int = 1  # optimisation passes per generation round (mu)
     mask_truncated_completions: bool = False
-    # Roll out with W + sBA in a copy of the adapted weights, adapters off (peft LoRA only):
-    # one matmul per projection while decoding instead of three; +1 weight copy of memory.
+    # Roll out with W + sBA in a copy of the adapted weights, adapters off (LoRA only): one
+    # matmul per projection while decoding instead of three; +1 weight copy of memory. Under
+    # unsloth the run first checks that its patched layers honour the adapter switch.
     merged_generation: bool = False
     learning_rate: float = 1e-5
     lr_scheduler_type: str = "constant_with_warmup"
@@ -233,10 +234,8 @@ def _violations(c: RunConfig, processes: int) -> list[tuple[str, Any, str]]:
     rule(lora.enabled or c.backend != "unsloth", "lora.enabled", lora.enabled,
          "full fine-tuning (false) needs backend 'peft' (or auto); the unsloth backend trains "
          "LoRA adapters only")
-    rule(not g.merged_generation or (lora.enabled and c.backend != "unsloth"),
-         "grpo.merged_generation", g.merged_generation,
-         "merges LoRA adapters for rollouts: needs lora.enabled and backend 'peft' (Unsloth "
-         "generates through its own fused LoRA kernels)")
+    rule(not g.merged_generation or lora.enabled, "grpo.merged_generation", g.merged_generation,
+         "merges LoRA adapters for rollouts: needs lora.enabled (full fine-tuning has no adapters)")
     rule(1 <= lora.r <= LORA_MAX_RANK, "lora.r", lora.r, f"LoRA rank must be in [1, {LORA_MAX_RANK}]")
     rule(lora.alpha > 0, "lora.alpha", lora.alpha, "must be > 0")
     rule(0.0 <= lora.dropout < 1.0, "lora.dropout", lora.dropout, "must be in [0, 1)")

@@ -134,3 +134,17 @@ def merged_path_check(model: Any, input_ids: Any, new_tokens: int = 8, lora_b_st
             "base_vs_lora_token_agreement": round(base_agree, 4),
             "ok": bool(base_diff.mean() > 0 and merged_diff.mean() <= 0.5 * base_diff.mean()
                        and merged_agree >= base_agree)}
+
+
+def require_merged_path(model: Any, tokenizer: Any) -> dict[str, Any]:
+    """Run :func:`merged_path_check` on a short fixed prompt; raise when the merged path does
+    not compute the LoRA path on this model (a backend whose layers ignore the adapter switch
+    would train on rollouts of a different policy). Returns the check's figures."""
+    ids = tokenizer(text=["Merged rollouts must compute what the LoRA model computes."],
+                    return_tensors="pt")["input_ids"]
+    check = merged_path_check(model, ids.to(model.device))
+    if not check["ok"]:
+        raise RuntimeError(f"grpo.merged_generation: merged rollouts do not compute the LoRA path on "
+                           f"this model: {check}; set grpo.merged_generation=false")
+    return check
+

@@ -359,11 +359,16 @@ def _train(
 
     trainer = _make_trainer(config, family, model, tokenizer, dataset, paths, device, all_callbacks,
                             reward_funcs, dist.world_size)
+    merged_check = None
     if config.grpo.merged_generation:
-        if backend != "peft":
-            raise ValueError(f"grpo.merged_generation needs the peft backend, not {backend!r}")
-        from toolrl_lib.train.merged_generation import generate_with_merged_lora
+        from toolrl_lib.train.merged_generation import (
+            generate_with_merged_lora,
+            require_merged_path,
+        )
 
+        if backend == "unsloth":  # its patched LoRA layers: check the merged path, do not trust it
+            merged_check = require_merged_path(trainer.accelerator.unwrap_model(trainer.model), tokenizer)
+            say(f"merged rollouts under unsloth checked: {merged_check}")
         generate_with_merged_lora(trainer)
     if dist.world_size > 1:
         from toolrl_lib.train.distributed import restore_optimizer_on_cpu
@@ -379,6 +384,8 @@ def _train(
     if dist.main:
         info = json.loads(paths.run_info.read_text(encoding="utf-8"))
         info.update({"processes": processes, "engine": dist.engine, "global_batch": global_batch})
+        if merged_check is not None:
+            info["merged_check"] = merged_check
         write_json(paths.run_info, info)
     say(f"GRPO ({g.loss_type}, backend {backend}, {'LoRA' if config.lora.enabled else 'full FT'}, "
         f"{device}): {len(dataset)} prompts; {processes} process(es) ({dist.engine}), global batch "
