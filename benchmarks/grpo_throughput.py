@@ -105,8 +105,8 @@ VARIANTS: dict[str, Variant] = {
                                     note="Unsloth + 128 completions per generate call = 4 optimizer steps"),
     "unsloth_gen_batch64_micro32": Variant(backend="unsloth", grpo={"generation_batch_size": 64}, micro_batch=32,
                                            note="Unsloth + 64 per generate call + one 32-completion micro-batch"),
-    # Not allowed by the run config yet (grpo.merged_generation refuses unsloth): measured here
-    # first, after merged_path_check shows Unsloth's patched layers honour the merged path.
+    # The full profile's setting (backend unsloth + grpo.merged_generation); like the run, the
+    # worker first checks (merged_path_check) that Unsloth's patched layers honour the merged path.
     "unsloth_merged_gen_batch64": Variant(backend="unsloth", grpo={"generation_batch_size": 64},
                                           merged_generation=True,
                                           note="Unsloth training + merged-weight rollouts, 64 per generate call"),
@@ -675,7 +675,7 @@ def plot_throughput(meta: dict[str, Any], rows: list[dict[str, Any]], path: str 
                 va="center", fontsize=8)
     ax.set_xlim(0, max(r["s_per_step"] for r in measured) * 1.35)
     w = meta["workload"]
-    ax.set_xlabel(f"seconds per optimizer step ({w['completions_per_step']} completions, prompt "
+    ax.set_xlabel(f"seconds per optimizer step\n({w['completions_per_step']} completions, prompt "
                   f"{w['prompt_tokens']} + completion {w['completion_tokens']} tokens unless @N)")
     ax.set_title(f"GRPO at {meta['shapes']} shapes, LoRA r16, {meta['memory_cap_gb']:g} GB cap")
     ax.legend(loc="upper right", fontsize=8)

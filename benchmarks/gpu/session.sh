@@ -37,12 +37,11 @@
 #   (both variants, whichever validation selects); report with --tag long. Measured: ~145 steps
 #   after 4 and 5; a further `RL_GPUS=0,1 ... train 245` (one per GPU) reached 185/189, then 6
 #   again after removing the two variants' /tmp/rl/bfcl folders (benchmarks/README.md).
-# Throughput follow-up (issue 7 part 2, the >= 4/s goal): steps 1, 2, 3, then `model` + 7 with the
-#   default TP_VARIANTS (all ten, unsloth_merged_gen_batch64 first: merged rollouts with Unsloth's
-#   training; the worker first checks that Unsloth's layers honour the merged path), then 7 again
-#   with TP_RESUME=1 (the last table's variants took ~915 s on two lanes: two calls). If the merged
-#   variant is fastest and passes its check, allow merged_generation with unsloth in the run config
-#   (toolrl_lib/train/config.py rule, run.py) and make it the full profile's default.
+# Throughput (issue 7 part 2; measured 2026-11-30, ~1,350 s of device time with steps 1-3): steps 1, 2,
+#   3, then `model` + 7 (S7=530) with the default TP_VARIANTS (unsloth_merged_gen_batch64 first: merged
+#   rollouts with Unsloth's training; the worker first checks that Unsloth's layers honour the merged
+#   path), then 7 again with TP_RESUME=1 (lanes CUDA_VISIBLE_DEVICES=0 while GPU 1 runs `full_profile_fit.py`,
+#   the profile's fit with its new default), then once more with TP_RESUME=1 for best@1024.
 set -uo pipefail
 export PYTHONPATH=/tmp/site:$PWD TOOLRL_CACHE=/tmp/toolrl-cache HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
