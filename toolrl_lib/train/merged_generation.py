@@ -147,4 +147,3 @@ def require_merged_path(model: Any, tokenizer: Any) -> dict[str, Any]:
         raise RuntimeError(f"grpo.merged_generation: merged rollouts do not compute the LoRA path on "
                            f"this model: {check}; set grpo.merged_generation=false")
     return check
-
