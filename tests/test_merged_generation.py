@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import pytest
 import torch
 
@@ -116,25 +118,27 @@ def test_merged_path_check_passes_for_peft_and_restores_the_adapters(lora_model)
         assert torch.equal(value, before[key]), key  # B and the base weights are back
 
 
-def test_merged_path_check_catches_an_update_applied_twice(lora_model, monkeypatch):
-    """A backend whose layers ignore the adapter switch: merged = W + 2 sBA. The check fails."""
-    from contextlib import contextmanager
-
+@contextmanager
+def merged_but_adapters_stay_on(model):
+    """A backend whose layers ignore the adapter switch: rollouts see W + sBA *and* the LoRA branch."""
     from toolrl_lib.train import merged_generation
 
-    @contextmanager
-    def merged_but_adapters_stay_on(model):
-        swapped = []
-        with torch.no_grad():
-            for layer in merged_generation._lora_layers(model):
-                base = layer.get_base_layer()
-                swapped.append((base, base.weight.data))
-                base.weight.data = base.weight.data + layer.get_delta_weight("default")
-        try:
-            yield model  # the LoRA branch is still on
-        finally:
-            for base, weight in swapped:
-                base.weight.data = weight
+    swapped = []
+    with torch.no_grad():
+        for layer in merged_generation._lora_layers(model):
+            base = layer.get_base_layer()
+            swapped.append((base, base.weight.data))
+            base.weight.data = base.weight.data + layer.get_delta_weight("default")
+    try:
+        yield model  # the LoRA branch is still on
+    finally:
+        for base, weight in swapped:
+            base.weight.data = weight
+
+
+def test_merged_path_check_catches_an_update_applied_twice(lora_model, monkeypatch):
+    """merged = W + 2 sBA: the check fails."""
+    from toolrl_lib.train import merged_generation
 
     monkeypatch.setattr(merged_generation, "lora_merged", merged_but_adapters_stay_on)
     check = merged_generation.merged_path_check(lora_model, torch.tensor([[3, 14, 15, 9, 26, 5]]),
@@ -145,8 +149,6 @@ def test_merged_path_check_catches_an_update_applied_twice(lora_model, monkeypat
 
 def test_require_merged_path_passes_peft_and_refuses_a_layer_that_ignores_the_switch(lora_model, monkeypatch):
     """What a run does under unsloth before its first merged rollout."""
-    from contextlib import contextmanager
-
     from transformers import AutoTokenizer
 
     from toolrl_lib.train import merged_generation
@@ -155,20 +157,6 @@ def test_require_merged_path_passes_peft_and_refuses_a_layer_that_ignores_the_sw
     check = merged_generation.require_merged_path(lora_model, tokenizer)
     assert check["ok"] and check["merged_vs_lora_token_agreement"] == 1.0
 
-    @contextmanager
-    def adapters_stay_on(model):  # rollouts would see W + sBA and the LoRA branch again
-        with torch.no_grad():
-            deltas = [(layer.get_base_layer(), layer.get_delta_weight("default"))
-                      for layer in merged_generation._lora_layers(model)]
-            for base, delta in deltas:
-                base.weight += delta
-        try:
-            yield model
-        finally:
-            with torch.no_grad():
-                for base, delta in deltas:
-                    base.weight -= delta
-
-    monkeypatch.setattr(merged_generation, "lora_merged", adapters_stay_on)
+    monkeypatch.setattr(merged_generation, "lora_merged", merged_but_adapters_stay_on)
     with pytest.raises(RuntimeError, match="do not compute the LoRA path"):
         merged_generation.require_merged_path(lora_model, tokenizer)
