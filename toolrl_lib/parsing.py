@@ -11,12 +11,21 @@ Everything here therefore
 * reports problems as data (an error string), never as an exception.
 
 The family-specific grammars (where the calls sit in the text) live in ``toolrl_lib.prompts``.
+
+Data files are untrusted too, so the loaders (xLAM, ToolACE, BFCL, parquet) parse every JSON
+value and every pythonic call through the same door, with looser caps (``DATA_LIMITS``,
+``SOURCE_LIMITS``): ``load_json``, ``iter_embedded_json``, ``parse_python_expression`` and
+``literal_value`` raise ``ParseRefused`` (a ValueError saying why) instead of recursing,
+allocating or looping without bound.
 """
 
 from __future__ import annotations
 
+import ast
 import json
+import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +35,37 @@ MAX_DEPTH = 32  # deeper nesting inside arguments is invalid
 MAX_NAME_CHARS = 256
 MAX_CONTAINERS = 512  # more '{' + '[' than this in what is left to decode is invalid
 MAX_ITEMS = 2048  # more ',' + ':' than this (members/elements) is invalid
+
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one parse may cost: characters read, nesting depth and (completions only) a cheap
+    count of brackets and separators that bounds the decoder's work before it starts."""
+
+    max_chars: int
+    max_depth: int
+    max_containers: int | None = None
+    max_items: int | None = None
+    check_surrogates: bool = False  # data is written back as UTF-8: lone surrogates cannot be
+
+
+COMPLETION_LIMITS = Limits(MAX_CHARS, MAX_DEPTH, MAX_CONTAINERS, MAX_ITEMS)
+# Raw data rows and their JSON fields: real tool lists nest < 10 deep and rows stay well under
+# a megabyte; beyond these a row is refused (dropped with the reason), never half-read.
+DATA_LIMITS = Limits(max_chars=4_000_000, max_depth=64, check_surrogates=True)
+# Python source of one pythonic call list: ``ast`` needs ~100x the text in memory.
+SOURCE_LIMITS = Limits(max_chars=100_000, max_depth=64, check_surrogates=True)
+MAX_EMBEDDED_FAILURES = 256  # bracket positions tried in vain before giving up on a text
+
+
+class ParseRefused(ValueError):
+    """Bounded parsing said no; ``fatal`` = a cap was hit (not merely a syntax error)."""
+
+    def __init__(self, message: str, fatal: bool = False) -> None:
+        super().__init__(message)
+        self.fatal = fatal
+
 
 # End-of-turn markers that decoders sometimes leave at the end of a completion.
 END_MARKERS = ("<|im_end|>", "<|eot_id|>", "<|eom_id|>", "</s>", "<|endoftext|>", "<|end|>")
@@ -43,6 +83,8 @@ class ParseResult:
         reasoning: the text of a leading ``<think>…</think>`` block (stripped), or None.
         error: why the format is invalid (first problem found), or None.
         content: the text outside reasoning and calls (a plain-text answer), stripped.
+        refused: the text was not read at all (not a string, or longer than MAX_CHARS): no
+            calls are decoded and every reward scheme gives its minimum.
     """
 
     calls: list[dict[str, Any]] = field(default_factory=list)
@@ -50,6 +92,7 @@ class ParseResult:
     reasoning: str | None = None
     error: str | None = None
     content: str = ""
+    refused: bool = False
 
     def fail(self, error: str) -> ParseResult:
         """Mark invalid, keeping the first error (the most useful one)."""
@@ -82,35 +125,190 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 _DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs, parse_constant=_reject_constant)
 
 
-def decode_json_prefix(text: str, start: int = 0) -> tuple[Any, int, str | None]:
+def decode_json_prefix(text: str, start: int = 0, limits: Limits = COMPLETION_LIMITS
+                       ) -> tuple[Any, int, str | None]:
     """Decode one strict JSON value at ``text[start:]`` (after whitespace).
 
     Returns ``(value, end, error)``; on failure ``value`` is None and ``error`` says why.
-    Strict = no NaN/Infinity constants, no duplicate keys, nesting ≤ MAX_DEPTH, at most
-    MAX_CONTAINERS objects/arrays and MAX_ITEMS separators (counted over the rest of the
-    text, quotes included: a cheap C-level bound on decoding work for hostile input).
+    Strict = no NaN/Infinity constants, no duplicate keys, nesting ≤ ``limits.max_depth``;
+    for completions also at most MAX_CONTAINERS objects/arrays and MAX_ITEMS separators
+    (counted over the rest of the text, quotes included: a cheap C-level bound on decoding
+    work for hostile input).
     """
+    value, end, error, _ = _decode(text, start, limits)
+    return value, end, error
+
+
+_DEPTH_ERROR = "JSON nested deeper than {}"
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _decode(text: str, start: int, limits: Limits) -> tuple[Any, int, str | None, bool]:
+    """``decode_json_prefix`` plus whether the failure was a cap (``fatal``)."""
     start = skip_space(text, start)
-    if text.count("{", start) + text.count("[", start) > MAX_CONTAINERS:
-        return None, start, f"more than {MAX_CONTAINERS} JSON objects/arrays"
-    if text.count(",", start) + text.count(":", start) > MAX_ITEMS:
-        return None, start, f"more than {MAX_ITEMS} JSON members/elements"
+    if len(text) - start > limits.max_chars:
+        return None, start, f"JSON text longer than {limits.max_chars} characters", True
+    if limits.max_containers is not None and (
+            text.count("{", start) + text.count("[", start) > limits.max_containers):
+        return None, start, f"more than {limits.max_containers} JSON objects/arrays", True
+    if limits.max_items is not None and (
+            text.count(",", start) + text.count(":", start) > limits.max_items):
+        return None, start, f"more than {limits.max_items} JSON members/elements", True
     try:
         value, end = _DECODER.raw_decode(text, start)
     except RecursionError:
-        return None, start, "JSON nested too deeply"
+        return None, start, _DEPTH_ERROR.format(limits.max_depth), True
     except _JSONRejected as error:
-        return None, start, f"invalid JSON: {error}"
+        return None, start, f"invalid JSON: {error}", False
     except (ValueError, MemoryError, OverflowError) as error:
-        return None, start, f"invalid JSON: {str(error)[:80]}"
-    if isinstance(value, dict | list) and _may_be_deep(text, start, end) and too_deep(value):
-        return None, start, f"JSON nested deeper than {MAX_DEPTH}"
-    return value, end, None
+        return None, start, f"invalid JSON: {str(error)[:80]}", False
+    if (isinstance(value, dict | list) and _may_be_deep(text, start, end, limits.max_depth)
+            and too_deep(value, limits.max_depth)):
+        return None, start, _DEPTH_ERROR.format(limits.max_depth), True
+    if limits.check_surrogates and _SURROGATE_ESCAPE.search(text, start, end) and \
+            has_lone_surrogate(value):
+        return None, start, "invalid JSON: a string holds a lone surrogate (\\ud800-\\udfff)", False
+    return value, end, None, False
 
 
-def _may_be_deep(text: str, start: int, end: int) -> bool:
+def load_json(text: str, limits: Limits = DATA_LIMITS) -> Any:
+    """The whole ``text`` as one strict JSON value (see ``decode_json_prefix``), else
+    ``ParseRefused`` saying why: the one JSON reader of the data loaders."""
+    value, end, error, fatal = _decode(text, 0, limits)
+    if error:
+        raise ParseRefused(error, fatal)
+    if skip_space(text, end) != len(text):
+        raise ParseRefused(f"invalid JSON: extra text after the value (char {end})")
+    return value
+
+
+def iter_embedded_json(text: str, limits: Limits = DATA_LIMITS,
+                       max_failures: int = MAX_EMBEDDED_FAILURES) -> Iterator[Any]:
+    """Every top-level JSON object/array inside prose (a system prompt holding a tool list).
+
+    Tries each ``{``/``[`` in turn; a cap hit (depth, size) raises ``ParseRefused`` at once, and
+    so do more than ``max_failures`` positions that do not start a value (bounds the work on
+    bracket soup, which would otherwise cost one decode attempt per bracket).
+    """
+    if len(text) > limits.max_chars:
+        raise ParseRefused(f"text longer than {limits.max_chars} characters", True)
+    index, failures = 0, 0
+    while True:
+        starts = [i for i in (text.find("{", index), text.find("[", index)) if i != -1]
+        if not starts:
+            return
+        start = min(starts)
+        value, end, error, fatal = _decode(text, start, limits)
+        if error is None:
+            yield value
+            index = end
+            continue
+        if fatal:
+            raise ParseRefused(error, True)
+        failures += 1
+        if failures > max_failures:
+            raise ParseRefused(f"no JSON value at {max_failures} brackets in a row; gave up", True)
+        index = start + 1
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """A string (or key) with a lone UTF-16 surrogate: cannot be written as UTF-8."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (UnicodeEncodeError, TypeError, ValueError, RecursionError):
+        return True
+    return False
+
+
+def parse_python_expression(source: str, limits: Limits = SOURCE_LIMITS) -> ast.expr:
+    """``ast.parse(source, mode="eval").body`` that raises only ``ParseRefused``.
+
+    ``ast`` itself raises MemoryError (long unary chains), RecursionError (long operator
+    chains), ValueError (NUL bytes) and SyntaxError (nesting > 200, > 4300-digit ints); all of
+    them mean "not a readable call" here. Nothing is ever evaluated.
+    """
+    if len(source) > limits.max_chars:
+        raise ParseRefused(f"source longer than {limits.max_chars} characters", True)
+    try:
+        return ast.parse(source, mode="eval").body
+    except SyntaxError as error:
+        raise ParseRefused(f"does not parse: {error.msg}") from error
+    except (MemoryError, RecursionError) as error:
+        raise ParseRefused(f"too deeply nested to parse ({type(error).__name__})", True) from error
+    except ValueError as error:
+        raise ParseRefused(f"does not parse: {str(error)[:80]}") from error
+
+
+_BIN_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
+            ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b,
+            ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b}
+
+
+def literal_value(node: ast.AST, names: dict[str, Any] | None = None, arithmetic: bool = False,
+                  limits: Limits = SOURCE_LIMITS, depth: int = 0) -> Any:
+    """A JSON value from a Python literal node, or ``ParseRefused``.
+
+    Lists/tuples/sets become lists, dicts need string keys, numbers must be finite, strings
+    valid Unicode; ``names`` maps bare names (``true``, ``null``) to values; ``arithmetic``
+    allows ``+ - * / // %`` between numbers (BFCL answers write ``p=1/6``). Depth is capped,
+    so the recursion is bounded whatever the source.
+    """
+    if depth > limits.max_depth:
+        raise ParseRefused(f"value nested deeper than {limits.max_depth}", True)
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if value is None or isinstance(value, bool | int | str):
+            if isinstance(value, str) and limits.check_surrogates:
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError as error:
+                    raise ParseRefused("a string holds a lone surrogate") from error
+            return value
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise ParseRefused("non-finite number")
+            return value
+        raise ParseRefused(f"{type(value).__name__} is not a JSON value")
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        operand = literal_value(node.operand, names, arithmetic, limits, depth + 1)
+        if not _is_number(operand):
+            raise ParseRefused("sign on a non-number")
+        return -operand if isinstance(node.op, ast.USub) else operand
+    if isinstance(node, ast.Name) and names is not None and node.id.lower() in names:
+        return names[node.id.lower()]
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        return [literal_value(e, names, arithmetic, limits, depth + 1) for e in node.elts]
+    if isinstance(node, ast.Dict):
+        out = {}
+        for key_node, value_node in zip(node.keys, node.values, strict=True):
+            key = None if key_node is None else literal_value(key_node, names, arithmetic,
+                                                              limits, depth + 1)
+            if not isinstance(key, str):
+                raise ParseRefused("dict keys must be strings")
+            out[key] = literal_value(value_node, names, arithmetic, limits, depth + 1)
+        return out
+    if arithmetic and isinstance(node, ast.BinOp) and type(node.op) in _BIN_OPS:
+        left = literal_value(node.left, names, arithmetic, limits, depth + 1)
+        right = literal_value(node.right, names, arithmetic, limits, depth + 1)
+        if not (_is_number(left) and _is_number(right)):
+            raise ParseRefused("arithmetic on non-numbers")
+        try:
+            result = _BIN_OPS[type(node.op)](left, right)
+        except (ZeroDivisionError, OverflowError) as error:
+            raise ParseRefused(f"arithmetic fails: {error}") from error
+        if isinstance(result, float) and not math.isfinite(result):
+            raise ParseRefused("non-finite number")
+        return result
+    raise ParseRefused(f"{type(node).__name__} is not a literal")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _may_be_deep(text: str, start: int, end: int, limit: int = MAX_DEPTH) -> bool:
     """Cheap pre-check: fewer opening brackets than the limit cannot nest that deep."""
-    return text.count("{", start, end) + text.count("[", start, end) > MAX_DEPTH
+    return text.count("{", start, end) + text.count("[", start, end) > limit
 
 
 def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
@@ -212,14 +410,17 @@ def split_reasoning(text: str, result: ParseResult) -> str:
 
 
 def prepare(text: Any) -> tuple[str, ParseResult]:
-    """Common first step: coerce to str, cap the size, drop end markers."""
+    """Common first step: refuse what is not a string or is over the cap, drop end markers.
+
+    A refused completion comes back as ``("", result)`` with ``result.refused``: reading a
+    prefix of it would give credit for text the scorer never looked at."""
     result = ParseResult()
     if not isinstance(text, str):
-        text = "" if text is None else str(text)
-        result.fail("completion is not a string")
+        result.refused = True
+        return "", result.fail("completion is not a string")
     if len(text) > MAX_CHARS:
-        text = text[:MAX_CHARS]
-        result.fail(f"completion longer than {MAX_CHARS} characters")
+        result.refused = True
+        return "", result.fail(f"completion longer than {MAX_CHARS} characters")
     return strip_end_markers(text), result
 
 

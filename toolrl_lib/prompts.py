@@ -193,6 +193,8 @@ class FormatAdapter:
         """Completion → calls + validity. Never raises (hostile text → invalid result)."""
         try:
             body, result = prepare(text)
+            if result.refused:  # not read at all: no calls, no content
+                return result
             rest = split_reasoning(body, result)
             self.parse_calls(rest, result)
             return result

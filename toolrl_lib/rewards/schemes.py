@@ -18,6 +18,11 @@ filled in, type-aware matching; see ``matching``). Every component is in [0, 1].
     expected (g = 0), any call gives name = args = 0; answering in plain text gives 1.
     Name/argument credit does not require a valid format (format has its own weight).
 
+A completion the parser refuses to read (``ParseResult.refused``: not a string, or longer
+than ``parsing.MAX_CHARS``) gets every component 0 and the scheme's minimum total, whatever
+the ground truth: otherwise an over-long ramble on a no-call example would earn name and
+argument credit for calls it "did not make".
+
 ``binary`` (Tool-N1)
     total = 1 if format = 1 and the calls equal the ground truth as a multiset (p = g, every
     gold call paired with a predicted call of the same name whose arguments all match,
@@ -136,6 +141,9 @@ def reasoning_score(reasoning: str | None, context: str | None = None) -> float:
 
 def _score(completion, ground_truth, tools, scheme, family, weights, context) -> RewardBreakdown:
     parsed = get_adapter(family).parse(completion)
+    if parsed.refused:  # over the length cap / not text: the scheme's minimum, never credit
+        lo, _ = RANGES[scheme]
+        return RewardBreakdown(0.0, 0.0, 0.0, 0.0, lo, scheme=scheme, error=parsed.error)
     gold = normalize_calls(ground_truth)
     pred = parsed.calls
     props = tool_properties(tools) if gold and pred else {}
