@@ -49,7 +49,7 @@ def test_grpo_rows_columns_and_json(tokenizer):
     report = BuildReport()
     rows = grpo_rows([example(0), example(1)], adapter, tokenizer, 10_000, privileged=True, report=report)
     assert [r["example_id"] for r in rows] == ["ex-0", "ex-1"]
-    assert set(rows[0]) == {"prompt", "ground_truth", "tools", "example_id", "privileged"}
+    assert set(rows[0]) == {"prompt", "ground_truth", "tools", "example_id", "kind", "privileged"}
     assert json.loads(rows[0]["ground_truth"]) == example(0).ground_truth
     assert json.loads(rows[0]["tools"]) == [TOOL]
     assert rows[0]["prompt"] == adapter.render_prompt(example(0), tokenizer)

@@ -105,3 +105,49 @@ def score_example(
     row["valid_rate"] = sum(p.valid for p in parsed) / len(parsed)
     row["call_rate"] = sum(bool(p.calls) for p in parsed) / len(parsed)
     return row
+
+
+NO_CALL_KINDS = ("irrelevance",)
+# BFCL's single-turn summary weighs its two AST parts (non-live, live) 10 + 10 against 10 for
+# irrelevance: call kinds get 2/3 of the validation summary, no-call kinds 1/3.
+CALL_WEIGHT, NO_CALL_WEIGHT = 20, 10
+
+
+def summary_key(scheme: str, k: int) -> str:
+    return f"{scheme}_summary@{k}"
+
+
+def kind_key(kind: str, name: str) -> str:
+    """Per-kind validation column, e.g. ``kind/irrelevance/binary@16`` (kept out of the
+    ``*_mean@*`` columns that plots and selection read)."""
+    return f"kind/{kind}/{name}"
+
+
+def kind_scores(per_example: list[dict[str, Any]], schemes: tuple[str, ...], k: int) -> dict[str, float]:
+    """Per-kind means of each scheme (and the call rate), and the BFCL-like summary per scheme.
+
+    ``<scheme>_summary@<k>`` mirrors BFCL's single-turn summary on our own split: the call
+    kinds (simple, multiple, parallel, parallel_multiple, ...) are averaged unweighted (as
+    BFCL averages its AST categories), then weighted 2 : 1 against the no-call kind
+    (irrelevance), as BFCL weighs AST (non-live + live) against irrelevance. With only one
+    of the two sides present the summary is that side's mean.
+    """
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for row in per_example:
+        by_kind.setdefault(str(row["kind"]), []).append(row)
+    out: dict[str, float] = {}
+    for kind, rows in by_kind.items():
+        for name in (*schemes, "call_rate"):
+            if all(name in r for r in rows):
+                out[kind_key(kind, f"{name}@{k}" if name in schemes else name)] = (
+                    sum(r[name] for r in rows) / len(rows))
+    for scheme in schemes:
+        calls = [out[kind_key(c, f"{scheme}@{k}")] for c in by_kind
+                 if c not in NO_CALL_KINDS and kind_key(c, f"{scheme}@{k}") in out]
+        silent = [out[kind_key(c, f"{scheme}@{k}")] for c in by_kind
+                  if c in NO_CALL_KINDS and kind_key(c, f"{scheme}@{k}") in out]
+        parts = [(CALL_WEIGHT, sum(calls) / len(calls))] if calls else []
+        parts += [(NO_CALL_WEIGHT, sum(silent) / len(silent))] if silent else []
+        if parts:
+            out[summary_key(scheme, k)] = sum(w * v for w, v in parts) / sum(w for w, _ in parts)
+    return out

@@ -40,3 +40,33 @@ def zero_variance_fraction(rewards: Sequence[float], group_size: int, tol: float
         return float("nan")
     flat = sum(1 for g in groups if max(g) - min(g) <= tol)
     return flat / len(groups)
+
+
+def kind_metrics(rewards: Sequence[float], kinds: Sequence[str], group_ids: Sequence[str],
+                 tol: float = 1e-9) -> dict[str, float]:
+    """Per example kind: mean reward and the share of zero-variance groups.
+
+    Which kinds GRPO actually learns from: a kind whose groups all get one reward (every
+    no-call prompt answered in text, say) adds nothing to the policy gradient. Groups are the
+    runs of consecutive equal ``group_ids`` (TRL lays out a prompt's completions one after
+    another); a group split across processes is counted as two. Keys:
+    ``reward/kind/<kind>`` and ``frac_reward_zero_std/kind/<kind>``.
+    """
+    if not len(rewards) == len(kinds) == len(group_ids):
+        raise ValueError(f"rewards, kinds and group ids differ in length: "
+                         f"{len(rewards)}, {len(kinds)}, {len(group_ids)}")
+    sums: dict[str, list[float]] = {}
+    flat: dict[str, list[bool]] = {}
+    start = 0
+    for i in range(1, len(rewards) + 1):
+        if i < len(rewards) and group_ids[i] == group_ids[start]:
+            continue
+        kind, group = str(kinds[start]), rewards[start:i]
+        sums.setdefault(kind, []).extend(group)
+        flat.setdefault(kind, []).append(max(group) - min(group) <= tol)
+        start = i
+    out: dict[str, float] = {}
+    for kind in sums:
+        out[f"reward/kind/{kind}"] = sum(sums[kind]) / len(sums[kind])
+        out[f"frac_reward_zero_std/kind/{kind}"] = sum(flat[kind]) / len(flat[kind])
+    return out

@@ -72,6 +72,11 @@ class DataSection:
 class RewardSection:
     scheme: str = "weighted"  # one of toolrl_lib.rewards.SCHEMES
     weights: dict[str, float] | None = None  # per-component weights for "weighted"
+    # Abstention-aware payouts of the training reward (toolrl_lib.rewards.shaping; validation
+    # and BFCL keep the plain schemes). null = the scheme's own value.
+    spurious_call: float | None = None  # total for a call when no call is correct
+    abstention: float | None = None  # total for a correct abstention (valid plain text)
+    args_sharp: bool = False  # a non-exact call on a call prompt earns <= a spurious call
 
 
 @dataclass
@@ -141,7 +146,10 @@ class ValidationSection:
     selection: Literal["stratified", "first"] = "stratified"  # stratified: round-robin over kinds
     k: int = 16  # samples per prompt for mean@k
     schemes: list[str] = field(default_factory=lambda: ["binary", "weighted"])
-    best_scheme: str = "binary"  # best/ = highest "<best_scheme>_mean@<k>"
+    best_scheme: str = "binary"  # best/ = highest "<best_scheme>_<best_metric>@<k>"
+    # mean = plain mean@k over the examples; summary = BFCL-like: call kinds 2/3, the no-call
+    # kind 1/3 (toolrl_lib.evaluate.mean_at_k.kind_scores), as BFCL weighs AST vs irrelevance
+    best_metric: Literal["mean", "summary"] = "mean"
     max_new_tokens: int = 256
     temperature: float = 1.0
     top_p: float = 1.0
@@ -189,6 +197,11 @@ class RunConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)
+
+
+def best_validation_key(v: ValidationSection) -> str:
+    """The validation.csv column that picks best/ (and variants): e.g. ``binary_summary@16``."""
+    return f"{v.best_scheme}_{v.best_metric}@{v.k}"
 
 
 def world_size() -> int:
@@ -256,6 +269,11 @@ def _violations(c: RunConfig, processes: int) -> list[tuple[str, Any, str]]:
     # reward
     schemes = _schemes()
     rule(c.reward.scheme in schemes, "reward.scheme", c.reward.scheme, f"must be one of {list(schemes)}")
+    lo_hi = _reward_ranges().get(c.reward.scheme)
+    for name in ("spurious_call", "abstention"):
+        value = getattr(c.reward, name)
+        rule(value is None or lo_hi is None or lo_hi[0] <= value <= lo_hi[1], f"reward.{name}", value,
+             f"must lie in the {c.reward.scheme} range {list(lo_hi or ())} or be null")
     for name in c.reward.weights or {}:
         rule(name in REWARD_COMPONENTS, f"reward.weights.{name}", c.reward.weights[name],
              f"unknown reward component; use {list(REWARD_COMPONENTS)}")
@@ -319,6 +337,8 @@ def _violations(c: RunConfig, processes: int) -> list[tuple[str, Any, str]]:
             rule(s in schemes, f"validation.schemes[{i}]", s, f"must be one of {list(schemes)}")
         rule(v.best_scheme in v.schemes, "validation.best_scheme", v.best_scheme,
              f"must be one of validation.schemes {v.schemes}")
+        rule(v.best_metric in ("mean", "summary"), "validation.best_metric", v.best_metric,
+             "must be 'mean' or 'summary'")
         rule(v.temperature > 0 or v.k == 1, "validation.temperature", v.temperature,
              "greedy decoding (0) makes k > 1 samples identical; use k = 1")
     # checkpoints / logging
@@ -345,6 +365,12 @@ def _schemes() -> tuple[str, ...]:
         return tuple(SCHEMES)
     except ImportError:
         return ("weighted", "binary", "fine_grained")
+
+
+def _reward_ranges() -> dict[str, tuple[float, float]]:
+    from toolrl_lib.rewards.schemes import RANGES
+
+    return dict(RANGES)
 
 
 def load_run_config(

@@ -120,8 +120,8 @@ def grpo_rows(
     privileged: bool = False,
     report: BuildReport | None = None,
 ) -> list[dict[str, str]]:
-    """One GRPO row per example: ``prompt``, ``ground_truth``, ``tools``, ``example_id``
-    (and ``privileged`` for RLSD)."""
+    """One GRPO row per example: ``prompt``, ``ground_truth``, ``tools``, ``example_id``,
+    ``kind`` (and ``privileged`` for RLSD)."""
     report = report if report is not None else BuildReport()
     rows = []
     for example in examples:
@@ -134,6 +134,7 @@ def grpo_rows(
             "ground_truth": json.dumps(example.ground_truth, ensure_ascii=False),
             "tools": json.dumps(example.tools, ensure_ascii=False),
             "example_id": example.id,
+            "kind": example.kind,  # per-kind reward / zero-variance metrics
         }
         if privileged:
             row["privileged"] = adapter.render_completion(example.ground_truth)

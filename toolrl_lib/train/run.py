@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolrl_lib.train.config import RunConfig, save_run_config, validate
+from toolrl_lib.train.config import RunConfig, best_validation_key, save_run_config, validate
 from toolrl_lib.train.distributed import Dist
 
 
@@ -183,6 +183,9 @@ def validation_scores(
         values = [row[name] for row in result.per_example if name in row]
         if values:
             scores[name] = sum(values) / len(values)
+    from toolrl_lib.evaluate.mean_at_k import kind_scores
+
+    scores.update(kind_scores(result.per_example, tuple(v.schemes), v.k))  # per kind + summary
     return scores
 
 
@@ -343,7 +346,7 @@ def _train(
         all_callbacks.insert(0, cb.MetricsCSVCallback(paths.metrics, metric_rows))
         if config.logging.tensorboard:
             all_callbacks.append(_tensorboard_callback(paths.tensorboard))
-    best_key = f"{v.best_scheme}_mean@{v.k}"
+    best_key = best_validation_key(v)
     val_cb = None
     if v.enabled and dist.main:
         # Under DDP rank 0 generates alone; the others wait at the next collective.
@@ -474,7 +477,11 @@ def _make_trainer(config, family, model, tokenizer, dataset, paths, device, call
 
     args = one_gpu_per_process(grpo_args(config, paths, device, processes))
     if reward_funcs is None:
-        reward_funcs = make_reward_funcs(config.reward.scheme, family, config.reward.weights)
+        from toolrl_lib.rewards.shaping import Shaping
+
+        r = config.reward
+        reward_funcs = make_reward_funcs(r.scheme, family, r.weights,
+                                         Shaping(r.spurious_call, r.abstention, r.args_sharp))
     kwargs = dict(model=model, reward_funcs=reward_funcs, args=args, train_dataset=dataset,
                   processing_class=tokenizer, callbacks=callbacks)
     if config.grpo.loss_type == "rlsd":
