@@ -1,0 +1,172 @@
+"""Multi-turn result files: canonical step strings, the sanitiser, ground-truth replay.
+
+BFCL's multi-turn checker decodes each step string with the registered handler
+(``QwenFCHandler``: ``<tool_call>\\n{json}\\n</tool_call>`` blocks) and ``eval``-s the call
+strings it builds from them, name and argument keys unescaped. So nothing we hand it may
+be other than the canonical rendering of calls that passed ``validate_call`` and executed
+in our executor. ``sanitise_multi_turn_row`` enforces this for any result line (ours or
+a foreign one): it decodes every step the way BFCL's decoder would, replays the episode
+through a fresh ``EnvPool`` episode (the time and size limits included), and writes
+back only canonical strings; calls that did not execute become ``REJECTED_NAME`` calls
+(score as a call that failed; cannot run code). The original result goes to
+``unsanitised_result`` when anything changed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from toolrl_lib.evaluate.bfcl_results import render_calls
+from toolrl_lib.evaluate.multi_turn_env import (
+    REJECTED_NAME,
+    CallOutcome,
+    EnvPool,
+    parse_ground_truth_call,
+)
+
+# The registered handler's block syntax (its regex needs these newlines).
+_BLOCK = re.compile(r"<tool_call>\n(.*?)\n</tool_call>", re.DOTALL)
+MAX_STEP_CHARS = 1 << 20
+MAX_STEPS_PER_TURN = 64
+MAX_CALLS_PER_STEP = 64
+
+
+def canonical_step(outcomes: list[CallOutcome]) -> str:
+    """The step string for a result file: executed calls as they ran, others rejected."""
+    return render_calls([o.canonical() for o in outcomes])
+
+
+def decode_step(text: Any) -> list[dict[str, Any]] | None:
+    """Calls in a step string as BFCL's decoder would find them (None: it would fail).
+
+    Blocks that are not JSON are skipped (as BFCL does); an item that is not an object, or
+    lacks ``name``/``arguments``, or whose arguments are neither an object nor a JSON
+    string of one, makes the whole step undecodable. Names and keys are NOT checked here
+    (``validate_call`` does that).
+    """
+    if not isinstance(text, str) or len(text) > MAX_STEP_CHARS:
+        return None
+    calls = []
+    for block in _BLOCK.findall(text):
+        try:
+            item = json.loads(block)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(item, dict) or "name" not in item or "arguments" not in item:
+            return None
+        arguments = item["arguments"]
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except (ValueError, RecursionError):
+                return None
+        if not isinstance(arguments, dict):
+            return None
+        calls.append({"name": item["name"], "arguments": arguments})
+        if len(calls) > MAX_CALLS_PER_STEP:
+            return None
+    return calls
+
+
+def run_turns(
+    pool: EnvPool, key: str, turns: list[list[list[dict[str, Any]]]]
+) -> list[list[list[CallOutcome]]]:
+    """Execute ``turns[turn][step] = calls`` in an open episode; outcomes in the same shape."""
+    return [[[pool.call(key, call) for call in step] for step in turn] for turn in turns]
+
+
+def sanitise_multi_turn_row(row: dict[str, Any], entry: dict[str, Any], pool: EnvPool) -> dict[str, Any]:
+    """A result line whose ``result`` BFCL can score without running anything but
+    validated calls of the entry's classes.
+
+    A non-list result (BFCL: ``inference_error``) becomes a plain error string; a turn
+    that is not a list becomes an empty turn; a step that does not decode becomes ``""``.
+    """
+    out = dict(row)
+    result = row.get("result")
+    if not isinstance(result, list):
+        text = result if isinstance(result, str) else "Error during inference: the result is not a list of turns"
+        out["result"] = text if text.startswith("Error during inference") else (
+            "Error during inference: the result is not a list of turns")
+    else:
+        decoded: list[list[list[dict[str, Any]] | None]] = []
+        for turn in result:
+            steps = turn if isinstance(turn, list) else []
+            decoded.append([decode_step(step) for step in steps[:MAX_STEPS_PER_TURN]])
+        key = f"sanitise::{entry['id']}"
+        pool.open(key, entry)
+        try:
+            clean = []
+            for turn in decoded:
+                strings = []
+                for calls in turn:
+                    if calls is None:
+                        strings.append("")
+                        continue
+                    strings.append(canonical_step([pool.call(key, call) for call in calls]))
+                clean.append(strings)
+        finally:
+            pool.close(key)
+        out["result"] = clean
+    if out["result"] != result:
+        out["unsanitised_result"] = result
+    return out
+
+
+def sanitise_single_turn_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A single-turn result line re-rendered canonically (BFCL's AST checker does not
+    execute, but a foreign file is held to the same format): the calls decoded the way
+    BFCL's decoder reads them, names as strings, arguments as objects; a result BFCL
+    could not decode becomes ``""`` (no call)."""
+    out = dict(row)
+    result = row.get("result")
+    calls = decode_step(result)
+    clean = ""
+    if calls is not None and all(isinstance(c["name"], str) for c in calls):
+        clean = render_calls(calls)
+    out["result"] = clean
+    if clean != result:
+        out["unsanitised_result"] = result
+    return out
+
+
+def ground_truth_turns(entry: dict[str, Any], answer: list[list[str]], methods: dict[str, Any]) -> list[list[list[dict]]]:
+    """BFCL's ground truth as our calls: one step per non-empty turn, then a final step
+    with no call (as a model ends a turn)."""
+    turns = []
+    for calls in answer:
+        parsed = [parse_ground_truth_call(text, methods) for text in calls]
+        turns.append([parsed, []] if parsed else [[]])
+    return turns
+
+
+def ground_truth_row(entry: dict[str, Any], answer: list[list[str]], pool: EnvPool) -> dict[str, Any]:
+    """A result line holding BFCL's ground truth, executed through our executor."""
+    key = f"gt::{entry['id']}"
+    methods = pool.open(key, entry)
+    try:
+        turns = ground_truth_turns(entry, answer, methods)
+        outcomes = run_turns(pool, key, turns)
+    finally:
+        pool.close(key)
+    refused = [o for turn in outcomes for step in turn for o in step if not o.executed]
+    return {
+        "id": entry["id"],
+        "result": [[canonical_step(step) if step else "" for step in turn] for turn in outcomes],
+        "raw": None,
+        "n_calls": sum(len(step) for turn in outcomes for step in turn),
+        "n_refused": len(refused),
+        "format_valid": True,
+    }
+
+
+__all__ = [
+    "REJECTED_NAME",
+    "canonical_step",
+    "decode_step",
+    "ground_truth_row",
+    "sanitise_multi_turn_row",
+    "sanitise_single_turn_row",
+]
