@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from toolrl_lib.data.example import Example, infer_kind
+from toolrl_lib.parsing import ParseRefused, literal_value, parse_python_expression
 
 BFCL_PACKAGE = "bfcl-eval"
 BFCL_VERSION = "2026.3.23"
@@ -269,6 +270,9 @@ def bfcl_answer_to_calls(
             calls.append(parsed)
         elif isinstance(item, dict):
             for name, args in item.items():
+                if not isinstance(args, dict | None):
+                    raise ValueError(f"arguments of {str(name)[:40]!r} are a "
+                                     f"{type(args).__name__}, not an object")
                 chosen = {}
                 must = set((required or {}).get(name, ()))
                 for arg, accepted in (args or {}).items():
@@ -286,12 +290,15 @@ def bfcl_answer_to_calls(
 def parse_pythonic_call(text: str) -> dict[str, Any] | None:
     """``"mod.f(a=1, b='x')"`` -> ``{"name": "mod.f", "arguments": {...}}``; None if not that.
 
-    Reads literals (and numeric arithmetic such as ``1/6``) with ``ast``; never evaluates
-    code. Positional arguments are refused (their parameter names are unknown).
+    Reads JSON-like literals (and numeric arithmetic such as ``1/6``) with the bounded
+    parsers of ``toolrl_lib.parsing``; never evaluates code. Positional arguments are refused
+    (their parameter names are unknown).
     """
+    if not isinstance(text, str):
+        return None
     try:
-        node = ast.parse(text.strip(), mode="eval").body
-    except SyntaxError:
+        node = parse_python_expression(text.strip())
+    except ParseRefused:
         return None
     if not isinstance(node, ast.Call) or node.args:
         return None
@@ -303,32 +310,10 @@ def parse_pythonic_call(text: str) -> dict[str, Any] | None:
         if keyword.arg is None:
             return None
         try:
-            arguments[keyword.arg] = _literal(keyword.value)
-        except (ValueError, SyntaxError, TypeError, ZeroDivisionError, OverflowError):
+            arguments[keyword.arg] = literal_value(keyword.value, arithmetic=True)
+        except ParseRefused:
             return None
     return {"name": name, "arguments": arguments}
-
-
-_ARITHMETIC = {
-    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-    ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
-}  # fmt: skip
-
-
-def _literal(node: ast.AST) -> Any:
-    """``ast.literal_eval`` plus +-*/ between numbers (seen in BFCL answers: ``p=1/6``)."""
-    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
-        left, right = _literal(node.left), _literal(node.right)
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (left, right)):
-            raise ValueError("arithmetic on non-numbers")
-        return _ARITHMETIC[type(node.op)](left, right)
-    if isinstance(node, ast.List):
-        return [_literal(e) for e in node.elts]
-    if isinstance(node, ast.Tuple):
-        return [_literal(e) for e in node.elts]
-    if isinstance(node, ast.Dict):
-        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values, strict=True)}
-    return ast.literal_eval(node)
 
 
 def _dotted_name(node: ast.AST) -> str | None:

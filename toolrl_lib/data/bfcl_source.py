@@ -59,18 +59,53 @@ def iter_bfcl_rows(input_path: str | Path | None = None,
         yield label, record, category, answer
 
 
+def _check_entry(entry: dict[str, Any]) -> None:
+    """The shape ``bfcl_entry_to_example`` relies on, checked first so that a hostile entry is
+    a RowError naming its field instead of an AttributeError deep inside the conversion."""
+    question = entry["question"]
+    if isinstance(question, str):
+        return  # the unscored ``chatable`` form
+    first = question[0] if isinstance(question, list) and question else None
+    turn = first if isinstance(first, list) else question
+    if not isinstance(turn, list) or not turn:
+        raise RowError("missing_field", "question", "expected a non-empty list of messages")
+    for index, message in enumerate(turn):
+        if not (isinstance(message, dict) and isinstance(message.get("role"), str)
+                and isinstance(message.get("content", ""), str)):
+            raise RowError("missing_field", f"question[{index}]",
+                           "a message needs a string 'role' and string 'content'")
+    functions = entry["function"]
+    if not isinstance(functions, list) or not functions:
+        raise RowError("no_tools", "function", "expected a non-empty list of function docs")
+    for index, function in enumerate(functions):
+        params = function.get("parameters") if isinstance(function, dict) else None
+        if not (isinstance(function, dict) and isinstance(function.get("name"), str)
+                and isinstance(params, dict | None)
+                and isinstance((params or {}).get("properties") or {}, dict)
+                and isinstance((params or {}).get("required") or [], list)):
+            raise RowError("bad_tool_schema", f"function[{index}]",
+                           "a function doc needs a string 'name' and object 'parameters'")
+
+
 def bfcl_row_to_example(entry: dict[str, Any], category: str, answer: Any) -> Example:
-    from toolrl_lib.data.bfcl import bfcl_entry_to_example
+    from toolrl_lib.data.bfcl import NO_ANSWER_CATEGORIES, bfcl_entry_to_example
 
     for column in ("id", "question", "function"):
         if column not in entry:
             raise RowError("missing_field", column, "BFCL entries need id, question, function")
     if category.startswith("multi_turn") or category in ("rest", "chatable"):
         raise RowError("unsupported", "question", f"{category} entries are not single-step calls")
+    if answer is None and category not in NO_ANSWER_CATEGORIES:
+        # no answer is not "no call is correct": that label only exists for irrelevance sets
+        raise RowError("missing_field", "ground_truth", f"no possible answer for this "
+                       f"{category} entry")
+    _check_entry(entry)
     try:
         example = bfcl_entry_to_example(entry, category, answer)
-    except (ValueError, TypeError, KeyError) as error:
-        raise RowError("bad_call", "ground_truth", str(error)) from error
+    except RowError:
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as error:
+        raise RowError("bad_call", "ground_truth", str(error)[:200]) from error
     example.id = f"bfcl-{example.id}"
     example.meta = {"category": category}
     return example

@@ -21,6 +21,7 @@ DROP_REASONS = {
     "near_duplicate": "almost the same query (and the same functions called) as an earlier row",
     "contaminated": "the query overlaps a BFCL scored test entry",
     "unsupported": "a row type we do not turn into examples (e.g. no assistant step)",
+    "loader_error": "the loader failed on this row unexpectedly (a bug: the message names it)",
 }
 
 

@@ -4,42 +4,40 @@ A row is ``{"prompt": [chat messages], "reward_model": {"ground_truth": ...}, "e
 The tools are taken from a ``tools`` column (or ``extra_info.tools``) when present, else from
 the JSON embedded in the system message. The ground truth may be a list of calls, a JSON
 string, ``<tool_call>{json}</tool_call>`` blocks (one call per line inside) or a pythonic list.
+Every text is read by the bounded parsers of ``toolrl_lib.parsing``; a ground truth that is
+partly readable (a truncated block, text between blocks) is a bad call, never a shorter label.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from toolrl_lib.data.errors import RowError, id_part
 from toolrl_lib.data.example import Example
-from toolrl_lib.data.pycalls import looks_like_call_list, parse_call_list
+from toolrl_lib.data.pycalls import is_call_attempt, parse_call_list
 from toolrl_lib.data.schema import normalize_tool
+from toolrl_lib.parsing import (
+    DATA_LIMITS,
+    ParseRefused,
+    decode_json_prefix,
+    iter_embedded_json,
+    load_json,
+    skip_space,
+)
 
-_TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
-
-
-def _json_objects(text: str) -> list[Any]:
-    """Every top-level JSON value that starts with ``{`` or ``[`` in a text."""
-    decoder, found, index = json.JSONDecoder(), [], 0
-    while True:
-        starts = [i for i in (text.find("{", index), text.find("[", index)) if i != -1]
-        if not starts:
-            return found
-        start = min(starts)
-        try:
-            value, end = decoder.raw_decode(text, start)
-            found.append(value)
-            index = end
-        except json.JSONDecodeError:
-            index = start + 1
+_OPEN, _CLOSE = "<tool_call>", "</tool_call>"
+_ROLES = ("system", "user", "assistant", "tool")
 
 
 def tools_from_text(text: str) -> list[dict[str, Any]]:
     """Tool dicts (with a name and parameters) embedded anywhere in a system prompt."""
     tools = []
-    for value in _json_objects(text):
+    try:
+        values = list(iter_embedded_json(text))
+    except ParseRefused as error:
+        raise RowError("bad_json", "prompt", f"system message: {error}") from error
+    for value in values:
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, dict) and item.get("type") == "function" and "function" in item:
                 item = item["function"]
@@ -48,26 +46,50 @@ def tools_from_text(text: str) -> list[dict[str, Any]]:
     return tools
 
 
+def _tool_call_blocks(text: str, where: str) -> list[Any]:
+    """The JSON values of ``<tool_call>…</tool_call>`` blocks; the text must be blocks and
+    whitespace only, and each block JSON values and whitespace only (else bad_call)."""
+    values: list[Any] = []
+    pos = skip_space(text, 0)
+    while pos < len(text):
+        if not text.startswith(_OPEN, pos):
+            raise RowError("bad_call", where, f"text outside <tool_call> blocks at char {pos}")
+        close = text.find(_CLOSE, pos)
+        if close == -1:
+            raise RowError("bad_call", where, "unterminated <tool_call> block")
+        body, cursor = text[pos + len(_OPEN):close], 0
+        while (cursor := skip_space(body, cursor)) < len(body):
+            value, cursor, error = decode_json_prefix(body, cursor, DATA_LIMITS)
+            if error:
+                raise RowError("bad_call", where, f"<tool_call> block {len(values) + 1}: {error}")
+            values.append(value)
+        pos = skip_space(text, close + len(_CLOSE))
+    return values
+
+
 def parse_ground_truth(value: Any, where: str = "reward_model.ground_truth") -> list[dict[str, Any]]:
     """Any of the accepted ground-truth encodings -> list of ``{"name", "arguments"}``."""
     if isinstance(value, str):
         text = value.strip()
-        blocks = _TOOL_CALL.findall(text)
-        if blocks:
-            value = [v for block in blocks for v in _json_objects(block)]
-        elif looks_like_call_list(text):
-            return parse_call_list(text, where)
-        elif not text:
+        if len(text) > DATA_LIMITS.max_chars:
+            raise RowError("bad_json", where, f"longer than {DATA_LIMITS.max_chars} characters")
+        if not text:
             value = []
+        elif _OPEN in text or _CLOSE in text:
+            value = _tool_call_blocks(text, where)
         else:
             try:
-                value = json.loads(text)
-            except json.JSONDecodeError as error:
-                raise RowError("bad_json", where, f"not JSON or <tool_call> blocks ({error.msg})") from error
+                value = load_json(text)
+            except ParseRefused as error:
+                if not error.fatal and is_call_attempt(text) and not text.startswith("{"):
+                    return parse_call_list(text, where)  # pythonic: [f(a=1)]
+                raise RowError("bad_json", where, f"not JSON, pythonic calls or <tool_call> "
+                               f"blocks ({error})") from error
     if isinstance(value, dict):
         value = [value]
     if not isinstance(value, list):
         raise RowError("bad_json", where, "expected a list of calls")
+    value = [item for entry in value for item in (entry if isinstance(entry, list) else [entry])]
     calls = []
     for index, call in enumerate(value):
         if not isinstance(call, dict) or not isinstance(call.get("name"), str):
@@ -75,9 +97,9 @@ def parse_ground_truth(value: Any, where: str = "reward_model.ground_truth") -> 
         arguments = call.get("arguments", call.get("parameters", {}))
         if isinstance(arguments, str):
             try:
-                arguments = json.loads(arguments)
-            except json.JSONDecodeError as error:
-                raise RowError("bad_json", f"{where}[{index}].arguments", error.msg) from error
+                arguments = load_json(arguments)
+            except ParseRefused as error:
+                raise RowError("bad_json", f"{where}[{index}].arguments", str(error)) from error
         if not isinstance(arguments, dict):
             raise RowError("bad_call", f"{where}[{index}].arguments", "arguments must be an object")
         calls.append({"name": call["name"], "arguments": arguments})
@@ -98,18 +120,24 @@ def parquet_row_to_example(row: dict[str, Any], label: str | int) -> Example:
     raw_tools = row.get("tools") or extra.get("tools")
     if isinstance(raw_tools, str):
         try:
-            raw_tools = json.loads(raw_tools)
-        except json.JSONDecodeError as error:
-            raise RowError("bad_json", "tools", error.msg) from error
-    system = "\n".join(str(m.get("content", "")) for m in prompt
-                       if isinstance(m, dict) and m.get("role") == "system")
+            raw_tools = load_json(raw_tools)
+        except ParseRefused as error:
+            raise RowError("bad_json", "tools", str(error)) from error
+    for index, message in enumerate(prompt):
+        if not (isinstance(message, dict) and message.get("role") in _ROLES
+                and isinstance(message.get("content", ""), str | None)):
+            raise RowError("missing_field", f"prompt[{index}]",
+                           f"a message needs a role in {list(_ROLES)} and text content")
+    system = "\n".join(m.get("content") or "" for m in prompt if m["role"] == "system")
     if not raw_tools:
         raw_tools = tools_from_text(system)
     if not raw_tools:
         raise RowError("no_tools", "prompt", "no tools column and no tool JSON in the system message")
+    if not isinstance(raw_tools, list):
+        raw_tools = [raw_tools]
     tools = [normalize_tool(t, f"tools[{i}]") for i, t in enumerate(raw_tools)]
-    messages = [{"role": str(m.get("role")), "content": str(m.get("content", ""))}
-                for m in prompt if isinstance(m, dict) and m.get("role") != "system"]
+    messages = [{"role": m["role"], "content": m.get("content") or ""}
+                for m in prompt if m["role"] != "system"]
     if not any(m["role"] == "user" and m["content"].strip() for m in messages):
         raise RowError("empty_query", "prompt", "no user message")
     calls = parse_ground_truth(reward_model["ground_truth"])

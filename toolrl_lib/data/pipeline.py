@@ -5,8 +5,11 @@
       -> deterministic train/val split (by dialogue, so steps of one dialogue stay together)
       -> out_dir/{train,val}.jsonl, summary.json, dropped.jsonl
 
-Nothing is lost silently: every dropped row is in ``dropped.jsonl`` with its reason, field
-and message, and the counts are in the summary.
+Nothing is lost silently: every dropped row is in ``dropped.jsonl`` with its reason, field,
+message and ``input_row`` (the raw row's label, ``file:line``), and the counts are in the
+summary. Every kept example carries the same label in ``meta["row"]``, so each input row is
+either kept (at least one example) or listed as dropped. No row stops the job: an error the
+loaders did not foresee becomes a ``loader_error`` drop (``--strict`` stops instead).
 """
 
 from __future__ import annotations
@@ -39,11 +42,12 @@ class SourceResult:
     dropped: Counter = field(default_factory=Counter)
     drops: list[dict[str, Any]] = field(default_factory=list)
 
-    def drop(self, label: str, error: RowError) -> None:
+    def drop(self, label: str, error: RowError, input_row: str | None = None) -> None:
         self.dropped[error.reason] += 1
         if len(self.drops) < MAX_DROP_RECORDS:
             self.drops.append({"source": self.source, "row": label, "reason": error.reason,
-                               "field": error.field, "message": error.message})
+                               "field": error.field, "message": error.message,
+                               "input_row": label if input_row is None else input_row})
 
 
 @dataclass
@@ -144,6 +148,7 @@ def load_source(source: str, input_path: str | Path | None = None, *, strict: bo
         raise ValueError(f"unknown source {source!r}; choose from {', '.join(SOURCES)}")
     result = SourceResult(source=source)
     limit = opts.get("limit")
+    partial_errors: list[RowError] = []  # ToolACE: a bad later step keeps earlier steps
     if source == "bfcl":
         from toolrl_lib.data.bfcl_source import (
             TRAINABLE_UNSCORED,
@@ -156,7 +161,6 @@ def load_source(source: str, input_path: str | Path | None = None, *, strict: bo
         def convert(record: dict[str, Any], label: str, extra: Any) -> list[Example]:
             return [bfcl_row_to_example(record, *extra)]
     else:
-        partial_errors: list[RowError] = []  # ToolACE: a bad later step keeps earlier steps
         base = _converter(source, {**opts, "_partial_errors": None if strict else partial_errors})
         rows = ((label, record, None) for label, record in _raw_rows(source, input_path, opts))
         def convert(record: dict[str, Any], label: str, extra: Any) -> list[Example]:
@@ -171,19 +175,28 @@ def load_source(source: str, input_path: str | Path | None = None, *, strict: bo
             if isinstance(record, RowError):
                 raise record
             for example in convert(record, label, extra):
+                example.meta.setdefault("row", str(label))
                 try:
                     result.examples.append(validate_example(example))
                 except RowError as error:
                     if strict:
                         raise
-                    result.drop(f"{label} ({example.id})", error)
+                    result.drop(f"{label} ({example.id})", error, str(label))
             if source != "bfcl":
                 while partial_errors:
-                    result.drop(f"{label} (later steps)", partial_errors.pop())
+                    result.drop(f"{label} (later steps)", partial_errors.pop(), str(label))
         except RowError as error:
+            partial_errors.clear()
             if strict:
                 raise ValueError(f"{source} {error.at_row(label)}") from error
-            result.drop(label, error)
+            result.drop(str(label), error)
+        except Exception as error:  # noqa: BLE001 - one hostile row must not stop the job
+            partial_errors.clear()
+            if strict:
+                raise ValueError(f"{source} row {label}: loader failed: "
+                                 f"{type(error).__name__}: {str(error)[:200]}") from error
+            result.drop(str(label), RowError("loader_error", "row",
+                                             f"{type(error).__name__}: {str(error)[:200]}"))
     if result.rows == 0:
         raise ValueError(f"{source}: no rows found in {input_path or 'the default input'}")
     if not result.examples and result.dropped["missing_field"] == result.rows:
@@ -276,7 +289,8 @@ def finalize(results: Sequence[SourceResult], out_dir: str | Path, *, seed: int 
             if verdict:
                 local[verdict[0]] += 1
                 drops.append({"source": result.source, "row": example.id, "reason": verdict[0],
-                              "field": "messages", "message": f"matches {verdict[1]}"})
+                              "field": "messages", "message": f"matches {verdict[1]}",
+                              "input_row": str(example.meta.get("row", example.id))})
                 continue
             kept.append(example)
         dropped.update(local)

@@ -3,7 +3,11 @@
 ToolACE and BFCL's executable sets write calls as Python source, but ToolACE function names
 may contain spaces and punctuation, so the text is not valid Python as a whole. We split
 the calls at top-level commas, cut each name off at its first top-level ``(``, and parse
-only the argument list with ``ast`` — values must be literals (never ``eval``).
+only the argument list with ``ast`` — values must be JSON-like literals (never ``eval``),
+read through the bounded ``toolrl_lib.parsing`` helpers (size and depth caps).
+
+``is_call_attempt`` is the one definition of "this assistant turn tries to make calls": a
+turn that tries and does not parse is a bad call (dropped), never a prose (no-call) turn.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import re
 from typing import Any
 
 from toolrl_lib.data.errors import RowError
+from toolrl_lib.parsing import SOURCE_LIMITS, ParseRefused, literal_value, parse_python_expression
 
 _OPEN, _CLOSE = "([{", ")]}"
 _NAME_LITERALS = {"true": True, "false": False, "null": None, "none": None}
@@ -80,16 +85,6 @@ def _escape_keyword_args(inner: str) -> tuple[str, str, int]:
     return inner, prefix, len(starts)
 
 
-def _literal(node: ast.AST) -> Any:
-    if isinstance(node, ast.Name) and node.id.lower() in _NAME_LITERALS:
-        return _NAME_LITERALS[node.id.lower()]
-    if isinstance(node, ast.List | ast.Tuple | ast.Set):
-        return [_literal(elt) for elt in node.elts]
-    if isinstance(node, ast.Dict):
-        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values, strict=True)}
-    return ast.literal_eval(node)
-
-
 def parse_call(text: str, where: str = "call") -> dict[str, Any]:
     """``name(a=1, b='x')`` -> ``{"name": "name", "arguments": {"a": 1, "b": "x"}}``."""
     text = text.strip()
@@ -99,14 +94,16 @@ def parse_call(text: str, where: str = "call") -> dict[str, Any]:
     name, inner = text[:cut].strip(), text[cut + 1 : -1]
     prefix, renamed = _ESCAPE, 0  # keyword-named arguments renamed so that ``ast`` accepts them
     try:
-        node = ast.parse(f"_f({inner})", mode="eval").body
-    except SyntaxError as error:
+        node = parse_python_expression(f"_f({inner})")
+    except ParseRefused as error:
+        if error.fatal:
+            raise RowError("bad_call", where, f"arguments of {name!r}: {error}") from error
         try:
             escaped, prefix, renamed = _escape_keyword_args(inner)
-            node = ast.parse(f"_f({escaped})", mode="eval").body
-        except SyntaxError:
+            node = parse_python_expression(f"_f({escaped})")
+        except ParseRefused:
             raise RowError("bad_call", where,
-                           f"arguments of {name!r} do not parse: {error.msg}") from error
+                           f"arguments of {name!r} do not parse: {error}") from error
     if not isinstance(node, ast.Call) or node.args:
         raise RowError("bad_call", where, f"{name!r} has positional arguments; keywords expected")
     arguments, restored = {}, 0
@@ -116,11 +113,13 @@ def parse_call(text: str, where: str = "call") -> dict[str, Any]:
         arg = item.arg
         if renamed and arg.startswith(prefix) and keyword.iskeyword(arg[len(prefix):]):
             arg, restored = arg[len(prefix):], restored + 1
+        if arg in arguments:
+            raise RowError("bad_call", f"{where}.{arg}", f"argument {arg!r} given twice")
         try:
-            arguments[arg] = _literal(item.value)
-        except (ValueError, TypeError, SyntaxError) as error:
+            arguments[arg] = literal_value(item.value, names=_NAME_LITERALS)
+        except ParseRefused as error:
             raise RowError("bad_call", f"{where}.{arg}",
-                           f"value of {arg!r} is not a literal") from error
+                           f"value of {arg!r} is not a literal ({error})") from error
     if restored != renamed:  # the renaming also touched text inside a value: refuse, not corrupt
         raise RowError("bad_call", where, f"arguments of {name!r} do not parse")
     return {"name": name, "arguments": arguments}
@@ -141,6 +140,9 @@ def _first_top_level_paren(text: str) -> int:
 
 def parse_call_list(text: str, where: str = "calls") -> list[dict[str, Any]]:
     """``[f(a=1), g(b=2)]`` (brackets optional) -> list of calls; RowError(bad_call) if not."""
+    if len(text) > SOURCE_LIMITS.max_chars:
+        raise RowError("bad_call", where, f"call text longer than {SOURCE_LIMITS.max_chars} "
+                       "characters")
     body = text.strip()
     if body.startswith("[") and body.endswith("]"):
         body = body[1:-1]
@@ -151,10 +153,27 @@ def parse_call_list(text: str, where: str = "calls") -> list[dict[str, Any]]:
     return [parse_call(piece, f"{where}[{i}]") for i, piece in enumerate(pieces)]
 
 
+_BARE_CALL = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\(")
+
+
+def is_call_attempt(text: str) -> bool:
+    """Does this assistant turn try to make calls (so that it must parse as calls)?
+
+    Yes when it starts with ``[`` (ToolACE's call-list format, also truncated: ``[set_timer(``),
+    with ``{`` (a JSON call), with ``name(`` (a bare pythonic call), or holds a
+    ``<tool_call>`` tag. Prose never starts that way; a prose turn that did would only cost
+    its example (dropped as a bad call), whereas the opposite mistake would turn a broken
+    call into a "no call is correct" label.
+    """
+    body = text.lstrip()
+    if body[:1] in ("[", "{"):
+        return True
+    return _BARE_CALL.match(body) is not None or "<tool_call>" in body
+
+
 def looks_like_call_list(text: str) -> bool:
-    """Cheap test used to tell a call turn from a prose turn in ToolACE dialogues."""
-    body = text.strip()
-    return body.startswith("[") and body.endswith(")]") and "(" in body
+    """Kept for callers that ask the old question; the same as ``is_call_attempt``."""
+    return is_call_attempt(text)
 
 
 def format_call_list(calls: list[dict[str, Any]]) -> str:

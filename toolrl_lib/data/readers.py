@@ -1,18 +1,29 @@
 """Read raw rows from local files (JSON, JSON lines, parquet) or the Hugging Face hub.
 
 Rows come back as ``(row_label, record)`` where ``record`` is a dict, or a ``RowError`` for
-a line that is not JSON (so one broken line costs one row, not the whole file). A file that
-is not data at all is a ``ValueError`` saying so.
+a line that is not (strict, bounded) JSON or is nested too deep (so one broken line costs one
+row, not the whole file). A file that is not data at all is a ``ValueError`` saying so.
+
+JSON lines are split at ``\n`` only: U+2028, U+0085 and friends are legal inside JSON
+strings (``ensure_ascii=False`` writes them raw), so ``str.splitlines`` would cut one row
+in two. Labels are ``file:line`` (1-based) for JSON lines, ``file:index`` for arrays/parquet.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from toolrl_lib.data.errors import RowError
+from toolrl_lib.parsing import (
+    DATA_LIMITS,
+    ParseRefused,
+    decode_json_prefix,
+    load_json,
+    skip_space,
+    too_deep,
+)
 
 DATA_SUFFIXES = (".json", ".jsonl", ".parquet")
 HUB_PREFIX = "hub:"
@@ -46,23 +57,22 @@ def _parquet_rows(path: Path) -> Iterator[Row]:
     except Exception as error:  # pyarrow raises several unrelated types for "not parquet"
         raise ValueError(f"{path}: not a parquet file ({error})") from error
     for index, record in enumerate(table.to_pylist()):
-        yield f"{path.name}:{index}", record
+        yield f"{path.name}:{index}", _as_record(record, f"{path.name}:{index}", check_depth=True)
 
 
 def _json_rows(path: Path) -> Iterator[Row]:
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = path.read_bytes().decode("utf-8-sig", errors="replace")
     stripped = text.lstrip()
-    if stripped.startswith("["):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            data = None
-        if isinstance(data, list):
-            for index, record in enumerate(data):
-                yield f"{path.name}:{index}", _as_record(record, f"{path.name}:{index}")
+    if stripped.startswith("[") and not _first_line_is_a_value(stripped):
+        rows, closed = _array_rows(stripped, path.name)
+        if closed:  # a JSON array of rows (bad elements are bad rows, the others are kept)
+            yield from rows
             return
     if stripped.startswith("{") and "\n" not in stripped.rstrip():
-        data = json.loads(stripped)
+        try:
+            data = load_json(stripped.rstrip())
+        except ParseRefused:
+            data = None
         lists = list(data.values()) if isinstance(data, dict) and len(data) == 1 else []
         if lists and isinstance(lists[0], list) and all(isinstance(r, dict) for r in lists[0]):
             # {"data": [...]}: one key holding the rows
@@ -71,25 +81,100 @@ def _json_rows(path: Path) -> Iterator[Row]:
             return
     good = 0
     rows: list[Row] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         label = f"{path.name}:{number}"
         try:
-            record = json.loads(line)
+            record = load_json(line.strip())
             good += 1
-        except json.JSONDecodeError as error:
-            record = RowError("bad_json", "line", f"not JSON ({error.msg})")
+        except ParseRefused as error:
+            record = RowError("bad_json", "line", str(error))
         rows.append((label, _as_record(record, label)))
     if good == 0:
         raise ValueError(f"{path}: not a data file (expected a JSON array or JSON lines of objects)")
     yield from rows
 
 
-def _as_record(record: Any, label: str) -> dict[str, Any] | RowError:
-    if isinstance(record, dict | RowError):
+def _as_record(record: Any, label: str, check_depth: bool = False) -> dict[str, Any] | RowError:
+    """Rows must be objects; parquet and hub rows (which did not pass through our JSON reader)
+    must also nest no deeper than the data limit."""
+    if isinstance(record, RowError):
         return record
-    return RowError("bad_json", "row", f"expected a JSON object, got {type(record).__name__}")
+    if not isinstance(record, dict):
+        return RowError("bad_json", "row", f"expected a JSON object, got {type(record).__name__}")
+    if check_depth and too_deep(record, DATA_LIMITS.max_depth):
+        return RowError("bad_json", "row", f"nested deeper than {DATA_LIMITS.max_depth}")
+    return record
+
+
+def _first_line_is_a_value(text: str) -> bool:
+    """A JSON-lines file whose first row is a (hostile) array line such as ``[1, 2]``."""
+    head, newline, rest = text.partition("\n")
+    if not newline or not rest.strip():
+        return False
+    try:
+        load_json(head.strip())
+    except ParseRefused:
+        return False
+    return True
+
+
+def _array_rows(text: str, name: str) -> tuple[list[Row], bool]:
+    """Elements of a JSON array file, each decoded on its own with the data limits, so that
+    a bad element costs that element only (it is skipped by bracket matching). Returns the
+    rows and whether the array closed at the end of the text (else: not an array file)."""
+    rows: list[Row] = []
+    pos, index, end = skip_space(text, 1), 0, len(text.rstrip())
+    if text.startswith("]", pos):
+        return rows, pos + 1 == end
+    while pos < end:
+        label = f"{name}:{index}"
+        value, stop, error = decode_json_prefix(text, pos, DATA_LIMITS)
+        if error:
+            stop = _skip_value(text, pos)
+            if stop == -1:
+                return rows, False
+            rows.append((label, RowError("bad_json", "row", error)))
+        else:
+            rows.append((label, _as_record(value, label)))
+        index += 1
+        pos = skip_space(text, stop)
+        if text.startswith(",", pos):
+            pos = skip_space(text, pos + 1)
+        elif text.startswith("]", pos):
+            return rows, pos + 1 == end
+        else:
+            return rows, False
+    return rows, False
+
+
+def _skip_value(text: str, pos: int) -> int:
+    """End of the (possibly invalid) value at ``pos``: matching brackets outside strings, or
+    the next top-level ``,``/``]``; -1 when the array never closes. Only runs after a decode
+    failure, so its Python-level loop costs hostile rows only."""
+    depth, quote, index = 0, False, pos
+    while index < len(text):
+        char = text[index]
+        if quote:
+            if char == "\\":
+                index += 1
+            elif char == '"':
+                quote = False
+        elif char == '"':
+            quote = True
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            if depth == 0:
+                return index
+            depth -= 1
+            if depth == 0:
+                return index + 1
+        elif char == "," and depth == 0:
+            return index
+        index += 1
+    return -1
 
 
 def iter_hub(dataset_id: str, split: str = "train", config: str | None = None) -> Iterator[Row]:
@@ -106,7 +191,8 @@ def iter_hub(dataset_id: str, split: str = "train", config: str | None = None) -
             "01); gated sets (xLAM) need `huggingface-cli login`."
         ) from error
     for index, record in enumerate(data):
-        yield f"{dataset_id}:{index}", dict(record)
+        yield f"{dataset_id}:{index}", _as_record(dict(record), f"{dataset_id}:{index}",
+                                                  check_depth=True)
 
 
 def open_rows(input_path: str | Path | None, default_hub_id: str | None) -> Iterator[Row]:

@@ -14,8 +14,9 @@ from typing import Any
 
 from toolrl_lib.data.errors import RowError, id_part
 from toolrl_lib.data.example import Example
-from toolrl_lib.data.pycalls import format_call_list, looks_like_call_list, parse_call_list
+from toolrl_lib.data.pycalls import format_call_list, is_call_attempt, parse_call_list
 from toolrl_lib.data.schema import normalize_tool
+from toolrl_lib.parsing import ParseRefused, iter_embedded_json
 
 HUB_ID = "Team-ACE/ToolACE"
 _ROLES = {"user": "user", "human": "user", "assistant": "assistant", "gpt": "assistant",
@@ -33,18 +34,15 @@ SYSTEM_TEMPLATE = (
 
 
 def extract_tools(system: str) -> list[dict[str, Any]]:
-    """The first JSON list of objects with a ``name`` inside the system text."""
-    decoder = json.JSONDecoder()
-    start = system.find("[")
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(system, start)
-        except json.JSONDecodeError:
-            value = None
-        if isinstance(value, list) and value and all(isinstance(v, dict) and "name" in v
-                                                     for v in value):
-            return value
-        start = system.find("[", start + 1)
+    """The first JSON list of objects with a ``name`` inside the system text (bounded: a tool
+    list nested too deep, or bracket soup, is a ``bad_json`` RowError, never a crash)."""
+    try:
+        for value in iter_embedded_json(system):
+            if isinstance(value, list) and value and all(isinstance(v, dict) and "name" in v
+                                                         for v in value):
+                return value
+    except ParseRefused as error:
+        raise RowError("bad_json", "system", f"tool list: {error}") from error
     raise RowError("bad_json", "system", "no JSON tool list found in the system text")
 
 
@@ -52,9 +50,11 @@ def toolace_row_to_examples(row: dict[str, Any], label: str | int, no_call_steps
                             errors: list[RowError] | None = None) -> list[Example]:
     """One dialogue -> examples, one per assistant decision (see module docstring).
 
-    A turn that cannot be parsed raises RowError — unless ``errors`` is given and earlier
-    steps already produced examples: then the error is appended there and those earlier
-    examples are returned (later steps depend on the broken turn and are not used)."""
+    An assistant turn that tries to call (``pycalls.is_call_attempt``) must parse as calls;
+    one that does not, or an empty assistant turn, is a bad turn, never a "no call" example.
+    A bad turn raises RowError — unless ``errors`` is given and earlier steps already
+    produced examples: then the error is appended there and those earlier examples are
+    returned (later steps depend on the broken turn and are not used)."""
     if not isinstance(row.get("system"), str) or not isinstance(row.get("conversations"), list):
         raise RowError("missing_field", "system" if "system" not in row else "conversations",
                        "ToolACE rows need 'system' (text) and 'conversations' (list)")
@@ -70,8 +70,11 @@ def toolace_row_to_examples(row: dict[str, Any], label: str | int, no_call_steps
         text = turn.get("value", turn.get("content"))
         if role is None or not isinstance(text, str):
             raise RowError("missing_field", where, f"unknown turn {str(turn)[:80]!r}")
-        if role == "assistant" and looks_like_call_list(text):
+        if role == "assistant" and (not text.strip() or is_call_attempt(text)):
             try:
+                if not text.strip():
+                    raise RowError("bad_call", f"{where}.value",
+                                   "empty assistant turn (neither calls nor an answer)")
                 calls = parse_call_list(text, f"{where}.value")
             except RowError as error:
                 if errors is None or not examples:
@@ -99,7 +102,8 @@ def _example(label: str | int, step: int, history: list[dict[str, Any]],
         raise RowError("empty_query", f"conversations[{turn}]", "no user turn before this step")
     return Example(id=f"toolace-{id_part(label)}-{step}", source="toolace", messages=messages,
                    tools=tools, ground_truth=calls,
-                   meta={"row": str(label), "group": f"toolace-{id_part(label)}", "step": step})
+                   meta={"row": str(label), "group": f"toolace-{id_part(label)}", "step": step,
+                         "turn": turn})
 
 
 def _toolace_property(prop: dict[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from toolrl_lib.data.errors import RowError
 from toolrl_lib.data.example import Example
 from toolrl_lib.data.schema import check_call
@@ -20,4 +22,21 @@ def validate_example(example: Example) -> Example:
     tools_by_name = {t["name"]: t for t in example.tools}
     for index, call in enumerate(example.ground_truth):
         check_call(call, tools_by_name, f"ground_truth[{index}]")
+        if _non_finite(call.get("arguments")):
+            raise RowError("bad_call", f"ground_truth[{index}]",
+                           "an argument holds NaN or an infinite number (no answer can match)")
     return example
+
+
+def _non_finite(value: object) -> bool:
+    """Any NaN/±inf inside (iterative: values are depth-capped by the readers anyway)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False

@@ -13,17 +13,20 @@ from typing import Any
 from toolrl_lib.data.errors import RowError, id_part
 from toolrl_lib.data.example import Example
 from toolrl_lib.data.schema import normalize_tool
+from toolrl_lib.parsing import ParseRefused, load_json
 
 HUB_ID = "Salesforce/xlam-function-calling-60k"
 COLUMNS = ("query", "tools", "answers")
 
 
 def _decode(value: Any, field: str) -> Any:
+    """A JSON-string column, read by the bounded strict reader (depth/size caps, no NaN, no
+    duplicate keys); already-decoded values (hub, parquet) pass as they are."""
     if isinstance(value, str):
         try:
-            return json.loads(value)
-        except json.JSONDecodeError as error:
-            raise RowError("bad_json", field, f"not JSON ({error.msg} at char {error.pos})") from error
+            return load_json(value)
+        except ParseRefused as error:
+            raise RowError("bad_json", field, str(error)) from error
     return value
 
 
