@@ -42,7 +42,7 @@ def entries_table(
                 "category": category,
                 "id": str(entry["id"]),
                 "correct": failure is None,
-                "error_type": "" if failure is None else str(failure.get("error_type", "unknown")),
+                "error_type": "" if failure is None else failure_error_type(failure),
                 "n_calls": int(entry.get("n_calls", 0)),
                 "called": int(entry.get("n_calls", 0)) > 0,
                 "format_valid": bool(entry.get("format_valid", False)),
@@ -54,6 +54,16 @@ def entries_table(
                 f"correct but its failure list implies {ours}/{len(entries)}"
             )
     return pd.DataFrame(rows, columns=ENTRY_COLUMNS)
+
+
+def failure_error_type(failure: dict[str, Any]) -> str:
+    """BFCL's ``error_type`` of a score-file failure (multi-turn nests it under ``error``)."""
+    if failure.get("error_type"):
+        return str(failure["error_type"])
+    error = failure.get("error")
+    if isinstance(error, dict) and error.get("error_type"):
+        return str(error["error_type"])
+    return "unknown"
 
 
 def summary_table(entries: pd.DataFrame, ci: bool = True, seed: int = 0) -> pd.DataFrame:

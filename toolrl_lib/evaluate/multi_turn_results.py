@@ -162,6 +162,23 @@ def ground_truth_row(entry: dict[str, Any], answer: list[list[str]], pool: EnvPo
     }
 
 
+def write_ground_truth(out_dir: Any, categories: list[str], name: str = "groundtruth",
+                       limit: int | None = None) -> dict[str, int]:
+    """Result files of BFCL's multi-turn ground truth, run through our executor; returns
+    the number of calls our executor refused per category (0 when all is well)."""
+    from toolrl_lib.data.bfcl import load_bfcl_entries, load_possible_answers
+    from toolrl_lib.evaluate import bfcl_results as results
+
+    refused = {}
+    with EnvPool() as pool:
+        for category in categories:
+            answers = load_possible_answers(category)
+            rows = [ground_truth_row(e, answers[e["id"]], pool) for e in load_bfcl_entries(category)[:limit]]
+            results.write_results(results.result_file(out_dir, name, category), rows)
+            refused[category] = sum(r["n_refused"] for r in rows)
+    return refused
+
+
 __all__ = [
     "REJECTED_NAME",
     "canonical_step",
@@ -169,4 +186,5 @@ __all__ = [
     "ground_truth_row",
     "sanitise_multi_turn_row",
     "sanitise_single_turn_row",
+    "write_ground_truth",
 ]
