@@ -1,4 +1,4 @@
-"""``toolrl eval bfcl|compare|replay|setup|mean-at-k``: BFCL v4 with its official scorer."""
+"""``toolrl eval bfcl|compare|score|replay|setup|mean-at-k``: BFCL v4 with its official scorer."""
 
 from __future__ import annotations
 
@@ -33,6 +33,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     compare.add_argument("dir_b")
     compare.add_argument("--csv", help="also write the table here")
     compare.set_defaults(handler=_compare)
+
+    rescore = sub.add_parser("score", help="sanitise and score the BFCL result files of a folder "
+                             "(single- and multi-turn; e.g. written elsewhere or by hand)")
+    rescore.add_argument("dir", help="folder holding result/<name>/<group>/BFCL_v4_<cat>_result.json")
+    rescore.add_argument("--name", help="model folder under result/ (default: the only one)")
+    rescore.set_defaults(handler=_score)
 
     replay = sub.add_parser("replay", help="score BFCL's own ground truth (pipeline sanity check)")
     replay.add_argument("--out", default="runs/bfcl/groundtruth")
@@ -108,6 +114,24 @@ def _compare(args: argparse.Namespace) -> int:
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if args.csv:
         table.to_csv(args.csv, index=False)
+    return 0
+
+
+def _score(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from toolrl_lib.evaluate.multi_turn_report import overall_note
+    from toolrl_lib.evaluate.rescore import score_folder
+    from toolrl_lib.paths import resolve
+
+    scored = score_folder(resolve(args.dir), args.name)
+    for report in scored.sanitised:
+        if report.changed or report.dropped:
+            print(f"sanitised {report.category}: {report.changed} lines rewritten, {report.dropped} dropped")
+    frame = pd.DataFrame(scored.summary)[["category", "n", "accuracy", "call_rate"]]
+    print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(overall_note(scored.overall))
+    print(f"scores: {scored.root}/score, tables: entries.csv, summary.csv")
     return 0
 
 
