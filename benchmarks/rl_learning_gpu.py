@@ -38,6 +38,9 @@ from pathlib import Path
 CONFIG = "configs/embedded_gpu.yaml"
 FAMILY = "hermes"
 
+I18 = ["grpo.loss_type=dapo", "data.oversample_kinds.irrelevance=3", "validation.best_metric=summary",
+       "validation.every_steps=25"]
+I18_LORA = ["grpo.merged_generation=true", "grpo.generation_batch_size=512"]
 # name -> overrides of configs/embedded_gpu.yaml (all start from the same primed model)
 VARIANTS: dict[str, list[str]] = {
     "grpo-weighted": [],
@@ -46,6 +49,15 @@ VARIANTS: dict[str, list[str]] = {
     "dapo-weighted": ["grpo.loss_type=dapo"],
     # no-call prompts 12% -> ~29% of the GRPO mix (the irrelevance regression's suspected cause)
     "dapo-weighted-nocall3": ["grpo.loss_type=dapo", "data.oversample_kinds.irrelevance=3"],
+    # issue 18: abstention-aware levers, all from the nocall3 mix (the previous winner), DAPO, and
+    # merged rollouts in rounds of 512 (the long run's layout); the full-FT twin rolls out unmerged
+    "i18-weighted": [*I18, *I18_LORA],
+    "i18-binary": [*I18, *I18_LORA, "reward.scheme=binary"],
+    "i18-spurious": [*I18, *I18_LORA, "reward.spurious_call=-1.0"],
+    "i18-sharp": [*I18, *I18_LORA, "reward.spurious_call=-1.0", "reward.args_sharp=true"],
+    "i18-fine": [*I18, *I18_LORA, "reward.scheme=fine_grained"],
+    "i18-sharp-fullft": [*I18, "reward.spurious_call=-1.0", "reward.args_sharp=true", "lora.enabled=false",
+                         "grpo.learning_rate=5e-6"],
     "rlsd-weighted": ["grpo.loss_type=rlsd", "rlsd.base_loss_type=grpo"],
     "rlsd-dapo-weighted": ["grpo.loss_type=rlsd", "rlsd.base_loss_type=dapo"],
 }
@@ -220,8 +232,10 @@ def phase_bfcl(work: Path, gpus: list[str], out: Path, batch_size: int, deadline
                limit: int | None = None, max_new_tokens: int = 256,
                max_batch_tokens: int | None = None, also: list[str] = (),
                only: list[str] | None = None) -> None:
+    from toolrl_lib.train.config import best_validation_key
+
     config = load_config([])
-    key = f"{config.validation.best_scheme}_mean@{config.validation.k}"
+    key = best_validation_key(config.validation)  # e.g. binary_summary@16 with validation.best_metric=summary
     models = bfcl_models(work, key, list(also), only)
     todo = []
     for label, model in models.items():
@@ -293,7 +307,7 @@ def pack(work: Path, archive: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("phase", choices=("prime", "train", "worker", "bfcl", "report"))
+    parser.add_argument("phase", choices=("prime", "train", "worker", "bfcl", "report", "single-turn-report"))
     parser.add_argument("--work", default="/tmp/rl")
     parser.add_argument("--gpus", default="0")
     parser.add_argument("--variant")
@@ -332,6 +346,11 @@ def main() -> None:
                    args.max_new_tokens, args.max_batch_tokens,
                    also=[v for v in args.also.split(",") if v],
                    only=args.only.split(",") if args.only else None)
+    elif args.phase == "single-turn-report":  # issue 18: rl_single_turn.{md,json}
+        sys.path.insert(0, str(Path(__file__).parent))
+        from rl_single_turn_report import single_turn_report
+
+        single_turn_report(Path(args.archive), Path(args.out), work)
     else:
         sys.path.insert(0, str(Path(__file__).parent))
         from rl_learning_report import report
