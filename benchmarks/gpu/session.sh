@@ -42,6 +42,14 @@
 #   rollouts with Unsloth's training; the worker first checks that Unsloth's layers honour the merged
 #   path), then 7 again with TP_RESUME=1 (lanes CUDA_VISIBLE_DEVICES=0 while GPU 1 runs `full_profile_fit.py`,
 #   the profile's fit with its new default), then once more with TP_RESUME=1 for best@1024.
+# Issue 18 (one H200, ~20 min of device time; kind nvidia-h200; backend peft, so no bnb/unsloth):
+#   1 [.whl/gguf1 .whl/base .whl/ds data/processed/smoke], then
+#   18 [.whl/gguf2 data/processed/smoke]  model, priming, I18_VARIANTS side by side on GPU 0 (same primed
+#      model, seed and data order), BFCL of base and then primed on the same GPU meanwhile
+#   18b [data/processed/smoke]  every variant resumes for S18B_TRAIN s, then BFCL of the variant selected on
+#      validation binary_summary@16 (never BFCL); rl_learning.tar.gz + each variant's best/ adapter
+#   report on this box: python benchmarks/rl_learning_gpu.py single-turn-report --archive rl_learning.tar.gz \
+#      --work runs/rl_single_turn --out benchmarks/results
 set -uo pipefail
 export PYTHONPATH=/tmp/site:$PWD TOOLRL_CACHE=/tmp/toolrl-cache HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -73,6 +81,24 @@ case "${1:?step}" in
      grep -v "it/s]" /tmp/rl/prime.log | tail -4
      bash "$0" train "$(left $((S4 - 15)))"
      wait; [ -f /tmp/rl/side.log ] && grep -v "it/s]" /tmp/rl/side.log | tail -6 ;;
+  18) S=${S18:-575}; mkdir -p /tmp/rl
+     bash "$0" model || exit 1
+     SEL=--set=validation.best_metric=summary
+     ( python3 benchmarks/rl_learning_gpu.py bfcl --work /tmp/rl --gpus 0 --only base --out "$OUT" "$SEL" \
+         --deadline-s "$(left $((S - 25)))"
+       until [ -f /tmp/rl/start_validation.json ] || [ "$(left "$S")" -lt 90 ]; do sleep 5; done
+       python3 benchmarks/rl_learning_gpu.py bfcl --work /tmp/rl --gpus 0 --only primed --out "$OUT" "$SEL" \
+         --deadline-s "$(left $((S - 25)))" ) > /tmp/rl/side.log 2>&1 &
+     python3 benchmarks/rl_learning_gpu.py prime --work /tmp/rl "$SEL" > /tmp/rl/prime.log 2>&1
+     grep -v "it/s]" /tmp/rl/prime.log | tail -3
+     RL_GPUS=0 RL_VARIANTS=${I18_VARIANTS:-i18-weighted,i18-binary,i18-spurious,i18-sharp} bash "$0" train "$(left $((S - 15)))"
+     wait; grep -v "it/s]" /tmp/rl/side.log | tail -4 ;;
+  18b) S=${S18B:-480}
+     RL_GPUS=0 RL_VARIANTS=${I18_VARIANTS:-i18-weighted,i18-binary,i18-spurious,i18-sharp} bash "$0" train "${S18B_TRAIN:-300}"
+     python3 benchmarks/rl_learning_gpu.py bfcl --work /tmp/rl --gpus 0 --out "$OUT" --set=validation.best_metric=summary \
+       --deadline-s "$(left $((S - 20)))"
+     for run in /tmp/rl/runs/*/; do [ -d "$run/best" ] && tar czf "$OUT/adapter-$(basename "$run").tar.gz" -C "$run" best; done
+     cat /tmp/rl/selection.json; ls -la "$OUT" ;;
   5) S5=${S5:-555}
      if [ "${SIDE:-}" = fit ]; then  # GPU 1: the full profile's fit while GPU 0 trains
        CUDA_VISIBLE_DEVICES=1 python3 benchmarks/full_profile_fit.py --out "$OUT" \
