@@ -49,6 +49,7 @@ from toolrl_lib.merge_checks import (  # noqa: F401  (re-exported: the merge API
     torch_dtype,
     weight_probes,
 )
+from toolrl_lib.profiling import stage
 
 MERGE_INFO = "toolrl_merge.json"
 RUN_INFO = "run_info.json"
@@ -503,12 +504,13 @@ def merge_run(
     settings = run_settings(run_dir)
     if val_file is None and settings["val_file"] is not None and settings["val_file"].is_file():
         val_file = settings["val_file"]
-    return merge_adapter(
-        adapter_dir, resolve_base(base, run_dir), out_dir or default_output(run_dir),
-        options=options, prompts=prompts, val_file=val_file, family=info.get("family", "auto"),
-        enable_thinking=settings["enable_thinking"], run_dir=run_dir,
-        run_backend=info.get("backend"),
-    )
+    with stage("merge + checks"):
+        return merge_adapter(
+            adapter_dir, resolve_base(base, run_dir), out_dir or default_output(run_dir),
+            options=options, prompts=prompts, val_file=val_file, family=info.get("family", "auto"),
+            enable_thinking=settings["enable_thinking"], run_dir=run_dir,
+            run_backend=info.get("backend"),
+        )
 
 
 # ---------------------------------------------------------------- steps of merge_adapter

@@ -18,6 +18,7 @@ from typing import Any
 
 from toolrl_lib.config import ConfigError, load_yaml
 from toolrl_lib.paths import project_root
+from toolrl_lib.profiling import stage
 
 PROFILES = ("smoke", "full")
 NOTEBOOK_PATTERN = re.compile(r"^(\d\d)_[A-Za-z0-9_]+\.ipynb$")
@@ -126,15 +127,16 @@ def run_workbook(
             log(f"[{index}/{len(notebooks)}] {notebook.name} (profile={profile}) -> {executed}")
             start = time.perf_counter()
             try:
-                pm.execute_notebook(
-                    str(notebook),
-                    str(executed),
-                    parameters=parameters,
-                    cwd=str(root),
-                    kernel_name="python3",
-                    progress_bar=True,
-                    log_output=False,
-                )
+                with stage(f"notebook {number}"):
+                    pm.execute_notebook(
+                        str(notebook),
+                        str(executed),
+                        parameters=parameters,
+                        cwd=str(root),
+                        kernel_name="python3",
+                        progress_bar=True,
+                        log_output=False,
+                    )
             except pm.PapermillExecutionError as error:
                 raise NotebookFailed(
                     notebook, executed, error.cell_index, f"{error.ename}: {error.evalue}"

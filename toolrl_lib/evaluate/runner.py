@@ -23,6 +23,7 @@ from typing import Any
 
 from toolrl_lib.data.bfcl import SCORED_SINGLE_TURN, load_bfcl_examples
 from toolrl_lib.evaluate import bfcl_results as results
+from toolrl_lib.profiling import stage
 
 
 def parse_categories(spec: str | list[str] | tuple[str, ...] | None) -> list[str]:
@@ -232,9 +233,12 @@ def evaluate_bfcl(
     t0 = time.perf_counter()
     generated = 0
     if generate:  # generate=False: score what is there (no model load)
-        generated = generate_pending(loader, out, cats, family, limit, chunk=max(64, batch_size),
-                                     progress=progress, state=state,
-                                     max_batch_tokens=max_batch_tokens, max_new_tokens=max_new_tokens)
+        with stage(f"BFCL generation: {label or name}"):
+            generated = generate_pending(loader, out, cats, family, limit,
+                                         chunk=max(64, batch_size),
+                                         progress=progress, state=state,
+                                         max_batch_tokens=max_batch_tokens,
+                                         max_new_tokens=max_new_tokens)
     timings["generate_s"] = time.perf_counter() - t0
     timings["generated"] = generated
 
@@ -255,7 +259,8 @@ def evaluate_bfcl(
         from toolrl_lib.evaluate.scorer import score
 
         t1 = time.perf_counter()
-        scores = score(out, name, cats)
+        with stage(f"BFCL scoring: {label or name}"):
+            scores = score(out, name, cats)
         timings["score_s"] = time.perf_counter() - t1
         entries = entries_table(out, name, cats, scores, label=label or name)
         entries.to_csv(out / "entries.csv", index=False)

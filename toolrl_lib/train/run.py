@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolrl_lib.profiling import stage
 from toolrl_lib.train.config import RunConfig, best_validation_key, save_run_config, validate
 from toolrl_lib.train.distributed import Dist
 
@@ -300,7 +301,8 @@ def _train(
         if before:
             say(f"validation mean@{v.k} of the start model on {len(val_examples)} examples ...")
             t0 = time.perf_counter()
-            scores = evaluate_saved(config, start_model, None, val_examples, family, device)
+            with stage("validation: base"):
+                scores = evaluate_saved(config, start_model, None, val_examples, family, device)
             val_log.record(0, "base", scores, time.perf_counter() - t0)
             say(f"  base: {_fmt(scores)}")
         if config.priming.enabled and not is_primed(paths.primed_model):
@@ -310,10 +312,12 @@ def _train(
                 prime_in_subprocess(paths.config, start_model, family, paths.primed_model, device,
                                     dist.local_rank)
             else:
-                prime(config, start_model, train_examples, family, paths.primed_model, device)
+                with stage("priming"):
+                    prime(config, start_model, train_examples, family, paths.primed_model, device)
         if config.priming.enabled and before:
             t0 = time.perf_counter()
-            scores = evaluate_saved(config, base_model, None, val_examples, family, device)
+            with stage("validation: primed"):
+                scores = evaluate_saved(config, base_model, None, val_examples, family, device)
             val_log.record(0, "primed", scores, time.perf_counter() - t0)
             say(f"  primed: {_fmt(scores)}")
         write_json(paths.run_info, {
@@ -328,7 +332,8 @@ def _train(
     from toolrl_lib.prompts import get_adapter
     from toolrl_lib.train.backend import load_policy
 
-    model, tokenizer = load_policy(config, base_model, backend, device)
+    with stage("load policy"):
+        model, tokenizer = load_policy(config, base_model, backend, device)
     build = BuildReport()
     train_examples = oversample_kinds(train_examples, config.data.oversample_kinds, config.seed)
     rows = grpo_rows(train_examples, get_adapter(family), tokenizer, config.data.max_prompt_tokens,
@@ -395,7 +400,8 @@ def _train(
         f"{global_batch} completions/step = {g.per_device_train_batch_size} per device x "
         f"{processes} x {g.gradient_accumulation_steps} accumulation"
         + (f", resuming from {checkpoint.name}" if checkpoint else ""))
-    _run_trainer(trainer, checkpoint, paths)
+    with stage("GRPO steps"):
+        _run_trainer(trainer, checkpoint, paths)
     if nan_cb.bad_step is not None:
         raise TrainingStopped(
             f"loss became NaN/inf at step {nan_cb.bad_step}; training stopped without saving that "
@@ -409,7 +415,8 @@ def _train(
     if dist.main:
         if v.enabled:
             t0 = time.perf_counter()
-            scores = evaluate_saved(config, base_model, paths.last, val_examples, family, device)
+            with stage("validation: final"):
+                scores = evaluate_saved(config, base_model, paths.last, val_examples, family, device)
             val_cb.record(step, "final", scores, time.perf_counter() - t0)
             say(f"  final (saved last/): {_fmt(scores)}")
             if scores.get(best_key, -math.inf) >= val_cb.best or not paths.best.exists():
