@@ -267,3 +267,21 @@ def test_partly_readable_parquet_ground_truth_is_a_drop(truth):
 
     with pytest.raises(RowError):
         parse_ground_truth(truth)
+
+
+def test_real_parquet_file_with_hostile_values(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from toolrl_lib.data.hostile import good_rows
+    from toolrl_lib.data.pipeline import prepare
+
+    (good, gold), (other, _) = good_rows("parquet", 2, seed=5)
+    bad = json.loads(json.dumps(other))
+    bad["reward_model"]["ground_truth"] = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": NaN}}"
+    bad["prompt"][-1]["content"] += "\x00\u2028"
+    rows = [dict(good, score=float("nan")), dict(bad, score=1.0)]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "rows.parquet")
+    report = prepare("parquet", tmp_path / "rows.parquet", tmp_path / "out", contamination=False,
+                     dedup=False, val_fraction=0.0)
+    assert report.kept == 1 and report.dropped == {"bad_call": 1}
