@@ -11,10 +11,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("eval", help="evaluate models (BFCL v4 official scorer, mean@k)")
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
-    bfcl = sub.add_parser("bfcl", help="generate on BFCL v4 single-turn categories and score officially")
+    bfcl = sub.add_parser("bfcl", help="generate on BFCL v4 categories (single- and multi-turn) and score officially")
     bfcl.add_argument("--model", required=True, help="'embedded', a model folder or a hub id")
     bfcl.add_argument("--format", dest="family", help="prompt family (qwen3|hermes|llama3|mistral); default: detected")
-    bfcl.add_argument("--categories", default="all", help="comma list, or all / non_live / live")
+    bfcl.add_argument("--categories", default="all",
+                      help="comma list, or all (single-turn) / non_live / live / multi_turn")
     bfcl.add_argument("--limit", type=int, help="first N entries per category (default: all)")
     bfcl.add_argument("--out", help="evaluation folder (default: runs/bfcl/<model name>)")
     bfcl.add_argument("--label", help="model name in tables (default: from --model)")
@@ -26,6 +27,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bfcl.add_argument("--backend", default="auto", choices=("auto", "hf", "vllm"))
     bfcl.add_argument("--dtype", default="auto")
     bfcl.add_argument("--no-score", action="store_true", help="only generate (score later)")
+    bfcl.add_argument("--multi-turn-max-new-tokens", type=int, default=128,
+                      help="token budget of one multi-turn step (BFCL allows up to 4096; default 128)")
+    bfcl.add_argument("--window", type=int,
+                      help="context length for the multi-turn over-window check (default: the model's)")
+    bfcl.add_argument("--compact-docs", action="store_true",
+                      help="multi-turn: shorter function docs for small-window models (a deviation from BFCL)")
     bfcl.set_defaults(handler=_bfcl)
 
     compare = sub.add_parser("compare", help="paired comparison of two `eval bfcl` folders (B - A)")
@@ -78,13 +85,19 @@ def _bfcl(args: argparse.Namespace) -> int:
         from toolrl_lib.prompts import get_adapter
 
         get_adapter(args.family)
+    if args.multi_turn_max_new_tokens < 1:
+        raise ValueError(f"--multi-turn-max-new-tokens must be >= 1, got {args.multi_turn_max_new_tokens}")
+    from toolrl_lib.evaluate.multi_turn_runner import MultiTurnSettings
+
+    multi_turn = MultiTurnSettings(max_new_tokens=args.multi_turn_max_new_tokens, window=args.window,
+                                   compact=args.compact_docs)
     name = bfcl_model_name(args.label or Path(args.model).name or args.model)
     out = resolve(args.out) if args.out else resolve(Path("runs/bfcl") / name)
     run = evaluate_bfcl(
         args.model, out, family=args.family, label=args.label, categories=categories,
         limit=args.limit, max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
         backend=args.backend, dtype=args.dtype, progress=True, run_scorer=not args.no_score,
-        max_batch_tokens=args.max_batch_tokens,
+        max_batch_tokens=args.max_batch_tokens, multi_turn=multi_turn,
     )  # fmt: skip
     _print_summary(run.summary, run.aggregates)
     print(f"results: {out}")
@@ -98,6 +111,8 @@ def _print_summary(summary: list[dict], aggregates: dict) -> None:
         return
     frame = pd.DataFrame(summary)[["category", "n", "accuracy", "call_rate", "valid_rate"]]
     print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if aggregates.get("multi_turn"):
+        print(pd.DataFrame(aggregates["multi_turn"]).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     for key in ("non_live_ast", "live_ast"):
         value = aggregates.get(key)
         print(f"{key}: {'n/a (not all parts run)' if value is None else f'{value:.4f}'}")

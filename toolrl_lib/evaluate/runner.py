@@ -21,15 +21,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolrl_lib.data.bfcl import SCORED_SINGLE_TURN, load_bfcl_examples
+from toolrl_lib.data.bfcl import (
+    MULTI_TURN,
+    SCORED_SINGLE_TURN,
+    load_bfcl_entries,
+    load_bfcl_examples,
+)
 from toolrl_lib.evaluate import bfcl_results as results
 from toolrl_lib.profiling import stage
 
 
 def parse_categories(spec: str | list[str] | tuple[str, ...] | None) -> list[str]:
-    """``"a,b"``/list -> validated single-turn categories; ``None``/``"all"`` -> all of them.
+    """``"a,b"``/list -> validated categories; ``None``/``"all"`` -> all single-turn ones.
 
-    Group names ``non_live`` and ``live`` expand; anything unknown is refused, naming it.
+    Group names ``non_live``, ``live``, ``single_turn`` and ``multi_turn`` expand; anything
+    unknown is refused, naming it. (``all`` stays single-turn: multi-turn is much slower.)
     """
     from toolrl_lib.data.bfcl import LIVE, NON_LIVE
 
@@ -40,14 +46,14 @@ def parse_categories(spec: str | list[str] | tuple[str, ...] | None) -> list[str
     for item in items:
         if not item:
             continue
-        expanded = {"non_live": NON_LIVE, "live": LIVE, "single_turn": SCORED_SINGLE_TURN}.get(
-            item, (item,)
-        )
+        expanded = {"non_live": NON_LIVE, "live": LIVE, "single_turn": SCORED_SINGLE_TURN,
+                    "multi_turn": MULTI_TURN}.get(item, (item,))  # fmt: skip
         for category in expanded:
-            if category not in SCORED_SINGLE_TURN:
+            if category not in SCORED_SINGLE_TURN and category not in MULTI_TURN:
                 raise ValueError(
                     f"unknown or unsupported BFCL category {category!r}; this evaluation "
-                    f"scores the single-turn categories: {', '.join(SCORED_SINGLE_TURN)}"
+                    f"scores the single-turn categories: {', '.join(SCORED_SINGLE_TURN)} "
+                    f"and the multi-turn ones: {', '.join(MULTI_TURN)}"
                 )
             if category not in out:
                 out.append(category)
@@ -198,11 +204,14 @@ def evaluate_bfcl(
     generate: bool = True,
     only_ids: set[str] | None = None,
     max_batch_tokens: int | None = None,
+    multi_turn: Any = None,
 ) -> BfclRun:
     """Generate (resumably), write BFCL result files, score them officially, tabulate.
 
     ``only_ids`` (with ``generate=False``) scores just those entries, e.g. the entries every
-    model of an interrupted comparison has; BFCL's partial evaluation scores what is there."""
+    model of an interrupted comparison has; BFCL's partial evaluation scores what is there.
+    Multi-turn categories run through ``multi_turn_runner`` under ``multi_turn``
+    (a ``MultiTurnSettings``; default: 128 new tokens per step, the model's own window)."""
     if only_ids is not None and generate:
         raise ValueError("only_ids restricts scoring of existing generations: pass generate=False")
     check_batch_limits(batch_size, max_batch_tokens)  # before any model loads
@@ -210,6 +219,8 @@ def evaluate_bfcl(
     from toolrl_lib.evaluate.backends import load_for_eval
 
     cats = parse_categories(categories)
+    multi = [c for c in cats if c in MULTI_TURN]
+    cats = [c for c in cats if c not in MULTI_TURN]  # single-turn below; multi-turn joins later
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     name = results.bfcl_model_name(label or Path(model).name or model)
@@ -254,6 +265,12 @@ def evaluate_bfcl(
         results.write_results(
             results.result_file(out, name, category), (rows[i] for i in wanted[category])
         )
+    if multi:
+        multi = _run_multi_turn(model, out, name, family, multi, limit, multi_turn, timings,
+                                generate=generate, only_ids=only_ids, backend=backend, dtype=dtype,
+                                batch_size=batch_size, max_batch_tokens=max_batch_tokens,
+                                progress=progress)  # fmt: skip
+        cats = cats + multi
     run = BfclRun(str(out), model, name, family, cats, limit, timings=timings)
     if run_scorer:
         from toolrl_lib.evaluate.scorer import score
@@ -268,8 +285,69 @@ def evaluate_bfcl(
         summary.to_csv(out / "summary.csv", index=False)
         run.summary = summary.to_dict(orient="records")
         run.aggregates = aggregates(summary, full_categories=limit is None and only_ids is None)
+        _add_overall(run, out, name, multi, scores, summary)
     (out / "run.json").write_text(json.dumps(run.to_dict(), indent=2, default=str))
     return run
+
+
+def _run_multi_turn(
+    model: str, out: Path, name: str, family: str, categories: list[str], limit: int | None,
+    settings: Any, timings: dict[str, float], *, generate: bool, only_ids: set[str] | None,
+    backend: str, dtype: str, batch_size: int, max_batch_tokens: int | None, progress: bool,
+) -> list[str]:
+    """Generate (resumably) and write the sanitised result files of multi-turn categories;
+    returns the categories that have entries to score."""
+    from dataclasses import replace
+
+    from toolrl_lib.evaluate.backends import load_for_eval
+    from toolrl_lib.evaluate.multi_turn_runner import (
+        MultiTurnSettings,
+        check_multi_turn_settings,
+        generate_multi_turn_pending,
+        model_window,
+        write_multi_turn_results,
+    )
+
+    settings = settings or MultiTurnSettings()
+    if settings.window is None:
+        settings = replace(settings, window=model_window(model))
+    check_multi_turn_settings(out, settings.key(model, family), categories)
+    t0 = time.perf_counter()
+    if generate:
+        def loader() -> Any:
+            return load_for_eval(model, backend=backend, dtype=dtype,
+                                 max_new_tokens=settings.max_new_tokens, batch_size=batch_size)
+
+        timings["multi_turn_generated"] = generate_multi_turn_pending(
+            loader, out, categories, family, limit, settings, chunk=max(64, batch_size),
+            max_batch_tokens=max_batch_tokens, progress=progress)  # fmt: skip
+    timings["multi_turn_generate_s"] = time.perf_counter() - t0
+    kept = []
+    for category in categories:
+        ids = [str(e["id"]) for e in load_bfcl_entries(category)[:limit]
+               if only_ids is None or str(e["id"]) in only_ids]
+        if ids:
+            write_multi_turn_results(out, name, category, ids)
+            kept.append(category)
+    return kept
+
+
+def _add_overall(run: BfclRun, out: Path, name: str, multi: list[str], scores: dict[str, Any],
+                 summary: Any) -> None:
+    """BFCL's Overall over the parts that ran (named), and the multi-turn table."""
+    from toolrl_lib.evaluate.multi_turn_report import (
+        bfcl_overall,
+        multi_turn_summary,
+        multi_turn_table,
+        overall_note,
+    )
+
+    if multi:
+        table = multi_turn_table(out, name, multi, scores)
+        table.to_csv(out / "multi_turn.csv", index=False)
+        run.aggregates["multi_turn"] = multi_turn_summary(table).to_dict(orient="records")
+    run.aggregates["overall"] = bfcl_overall(summary, full_categories=not run.aggregates.get("partial"))
+    run.aggregates["note"] = overall_note(run.aggregates["overall"])
 
 
 def check_generation_settings(out: Path, settings: dict[str, Any]) -> None:

@@ -1,0 +1,161 @@
+"""Our multi-turn inference loop (scripted models: fast, exact) and the CLI path."""
+
+import json
+import re
+
+import pytest
+
+from toolrl_lib.data.bfcl import load_bfcl_entries, load_possible_answers
+from toolrl_lib.evaluate import bfcl_results as results
+from toolrl_lib.evaluate.backends import LoadedModel
+from toolrl_lib.evaluate.multi_turn_env import EnvPool, parse_ground_truth_call
+from toolrl_lib.evaluate.multi_turn_runner import (
+    MultiTurnSettings,
+    generate_multi_turn_pending,
+    model_window,
+)
+from toolrl_lib.evaluate.runner import generations_file, parse_categories
+from toolrl_lib.prompts import get_adapter
+
+HERMES = get_adapter("hermes")
+
+
+def _tokenizer(tiny_model_dir):
+    from toolrl_lib.models import load_tokenizer
+
+    return load_tokenizer(str(tiny_model_dir))
+
+
+class ScriptedModel:
+    """Answers each prompt from BFCL's ground truth (a perfect model), or with a hostile
+    call for entries in ``hostile``; counts its ``complete`` calls (one per step)."""
+
+    def __init__(self, entries, hostile=(), marker=None):
+        self.entries = entries
+        self.hostile = set(hostile)
+        self.marker = marker
+        self.calls = 0
+        self.batches = []
+        with EnvPool() as pool:
+            self.answers = {}
+            for entry in entries:
+                methods = pool.open("x", entry)
+                gt = load_possible_answers(entry["id"].rsplit("_", 1)[0])[entry["id"]]
+                self.answers[entry["id"]] = [[parse_ground_truth_call(c, methods) for c in turn] for turn in gt]
+                pool.close("x")
+
+    def _entry(self, prompt):
+        for entry in self.entries:
+            first = entry["question"][0][0]["content"]
+            if first in prompt:
+                return entry
+        raise AssertionError("prompt of an unknown entry")
+
+    def reply(self, prompt):
+        entry = self._entry(prompt)
+        users = re.findall(r"<\|im_start\|>user\n(.*?)<\|im_end\|>", prompt, re.DOTALL)
+        if entry["id"] in self.hostile:
+            name = f"__import__('pathlib').Path({str(self.marker)!r}).write_text('x') or pwd"
+            return HERMES.format_calls([{"name": name, "arguments": {}}])
+        if users[-1].startswith("<tool_response>"):
+            return "Done."
+        turn = sum(not u.startswith("<tool_response>") for u in users) - 1
+        calls = self.answers[entry["id"]][turn]
+        return HERMES.format_calls(calls) if calls else "I cannot do that with these functions."
+
+    def complete(self, prompts):
+        self.calls += 1
+        self.batches.append(len(prompts))
+        return [self.reply(p) for p in prompts]
+
+
+def test_parse_categories_knows_multi_turn():
+    assert parse_categories("multi_turn") == [
+        "multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context"]
+    assert parse_categories("simple_python,multi_turn_base") == ["simple_python", "multi_turn_base"]
+    assert "multi_turn_base" not in parse_categories("all")
+    with pytest.raises(ValueError, match="memory_kv"):
+        parse_categories("memory_kv")
+
+
+def test_loop_batches_steps_and_resumes(tmp_path, tiny_model_dir):
+    model = ScriptedModel(load_bfcl_entries("multi_turn_base")[:2])
+    loaded = LoadedModel(_tokenizer(tiny_model_dir), model.complete, "scripted")
+    settings = MultiTurnSettings(window=0)
+    done = generate_multi_turn_pending(loaded, tmp_path, ["multi_turn_base"], "hermes", 2, settings)
+    assert done == 2 and max(model.batches) == 2  # both episodes in one generate per step
+    assert generate_multi_turn_pending(loaded, tmp_path, ["multi_turn_base"], "hermes", 2, settings) == 0
+    row = next(r for r in results.read_results(generations_file(tmp_path, "multi_turn_base")))
+    gt = load_possible_answers("multi_turn_base")[row["id"]]
+    assert len(row["result"]) == len(gt) and row["n_refused"] == 0
+    first_step = json.loads(row["result"][0][0].split("\n")[1])
+    assert first_step["name"] == gt[0][0].split("(")[0]
+    assert row["result"][0][-1] == "" and row["raw"][0][-1] == "Done."
+
+
+@pytest.fixture
+def miss_func_only(monkeypatch):
+    """Limit multi_turn_miss_func to one entry with a held-out turn (keeps the test fast)."""
+    import toolrl_lib.evaluate.multi_turn_runner as runner
+
+    entry = next(e for e in load_bfcl_entries("multi_turn_miss_func") if e.get("missed_function"))
+    real = runner.load_bfcl_entries
+    monkeypatch.setattr(runner, "load_bfcl_entries",
+                        lambda c: [entry] if c == "multi_turn_miss_func" else real(c))
+    return entry
+
+
+def test_held_out_functions_are_revealed_with_bfcls_message(tmp_path, tiny_model_dir, miss_func_only):
+    model = ScriptedModel([miss_func_only])
+    seen = []
+    loaded = LoadedModel(_tokenizer(tiny_model_dir), lambda ps: (seen.extend(ps), model.complete(ps))[1], "s")
+    generate_multi_turn_pending(loaded, tmp_path, ["multi_turn_miss_func"], "hermes", None,
+                                MultiTurnSettings(window=0))
+    turn, names = next(iter(miss_func_only["missed_function"].items()))
+    before = [p for p in seen if "What about now?" not in p]
+    after = [p for p in seen if "What about now?" in p]
+    assert before and after
+    assert all(f'"name": "{names[0]}"' not in p.split("<|im_start|>user")[0] for p in seen)  # not in tools
+    assert f"'name': '{names[0]}'" in after[0]  # revealed in the user message, as BFCL does
+    row = results.read_results(generations_file(tmp_path, "multi_turn_miss_func"))[0]
+    assert row["result"][int(turn)][0].count(names[0]) >= 1
+
+
+def test_hostile_replies_execute_nothing_and_force_terminate(tmp_path, tiny_model_dir):
+    entry = [e for e in load_bfcl_entries("multi_turn_base") if "GorillaFileSystem" in e["involved_classes"]][0]
+    marker = tmp_path / "MARKER"
+    model = ScriptedModel([entry], hostile=[entry["id"]], marker=marker)
+    loaded = LoadedModel(_tokenizer(tiny_model_dir), model.complete, "scripted")
+    generate_multi_turn_pending(loaded, tmp_path, ["multi_turn_base"], "hermes", 1, MultiTurnSettings(window=0))
+    row = results.read_results(generations_file(tmp_path, "multi_turn_base"))[0]
+    assert not marker.exists()
+    assert row["force_terminated"] and len(row["result"]) == 1 and len(row["result"][0]) == 21
+    assert row["n_refused"] == row["n_calls"] == 21
+    assert "__import__" not in json.dumps(row["result"]) and "__import__" in json.dumps(row["raw"])
+
+
+def test_prompts_over_the_window_are_inference_errors(tmp_path, tiny_model_dir):
+    model = ScriptedModel(load_bfcl_entries("multi_turn_base")[:1])
+    loaded = LoadedModel(_tokenizer(tiny_model_dir), model.complete, "scripted")
+    generate_multi_turn_pending(loaded, tmp_path, ["multi_turn_base"], "hermes", 1,
+                                MultiTurnSettings(window=model_window(str(tiny_model_dir))))
+    row = results.read_results(generations_file(tmp_path, "multi_turn_base"))[0]
+    assert model.calls == 0 and row["result"].startswith("Error during inference")
+    assert row["max_prompt_tokens"] > 4096
+
+
+@pytest.mark.slow
+def test_cli_writes_bfcl_result_and_score_files(tmp_path, tiny_model_dir):
+    from toolrl_lib.cli import main
+
+    out = tmp_path / "eval"
+    assert main(["eval", "bfcl", "--model", str(tiny_model_dir), "--categories", "multi_turn_base",
+                 "--limit", "1", "--out", str(out), "--label", "tiny"]) == 0
+    assert results.result_file(out, "tiny", "multi_turn_base").is_file()
+    score = results.score_file(out, "tiny", "multi_turn_base")
+    header = json.loads(score.read_text().splitlines()[0])
+    assert header["total_count"] == 1 and header["correct_count"] == 0
+    table = (out / "multi_turn.csv").read_text()
+    assert "multi_turn:inference_error" in table  # the tiny model's window is 4096 tokens
+    run = json.loads((out / "run.json").read_text())
+    assert "multi_turn" in run["aggregates"]["overall"]["parts_missing"]  # 1 of 4 categories ran
