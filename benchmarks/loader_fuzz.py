@@ -115,7 +115,7 @@ def write_results(result: dict, out: Path) -> None:
     for s in result["loaders"]:
         lines.append(f"| {s['loader']} | {s['rows']:,} | {s['escapes']} | {s['problems']} | "
                      f"{s['kept_rows']:,} | {s['seconds']} | {s['rows_per_second']:,} |")
-    lines += ["", "Drop reasons seen:", "", "| loader | reasons (rows) |", "|---|---|"]
+    lines += ["", "Drop reasons seen:", "", "| loader | reasons (drop records) |", "|---|---|"]
     for s in result["loaders"]:
         lines.append(f"| {s['loader']} | {', '.join(f'{k} {v:,}' for k, v in s['reasons'].items())} |")
     problems = [e for s in result["loaders"] for e in s["examples"]]
