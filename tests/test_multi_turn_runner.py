@@ -9,6 +9,7 @@ from toolrl_lib.data.bfcl import load_bfcl_entries, load_possible_answers
 from toolrl_lib.evaluate import bfcl_results as results
 from toolrl_lib.evaluate.backends import LoadedModel
 from toolrl_lib.evaluate.multi_turn_env import EnvPool, parse_ground_truth_call
+from toolrl_lib.evaluate.multi_turn_report import transcript
 from toolrl_lib.evaluate.multi_turn_runner import (
     MultiTurnSettings,
     generate_multi_turn_pending,
@@ -91,6 +92,8 @@ def test_loop_batches_steps_and_resumes(tmp_path, tiny_model_dir):
     first_step = json.loads(row["result"][0][0].split("\n")[1])
     assert first_step["name"] == gt[0][0].split("(")[0]
     assert row["result"][0][-1] == "" and row["raw"][0][-1] == "Done."
+    text = transcript(tmp_path, "multi_turn_base", row["id"])
+    assert "## turn 0" in text and "-> " in text and "(no call: turn ends)" in text
 
 
 @pytest.fixture

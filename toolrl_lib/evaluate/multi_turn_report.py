@@ -102,6 +102,44 @@ def multi_turn_summary(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def transcript(eval_dir: str | Path, category: str, entry_id: str | None = None,
+               max_chars: int = 400) -> str:
+    """One entry's episode, step by step: each turn's user message, every model reply (raw),
+    the calls as written for BFCL, and the results fed back (cut to ``max_chars``)."""
+    from toolrl_lib.data.bfcl import load_bfcl_entries
+    from toolrl_lib.evaluate.runner import generations_file
+
+    rows = results.read_results(generations_file(eval_dir, category))
+    if not rows:
+        raise FileNotFoundError(f"no multi-turn generations for {category} in {eval_dir}")
+    row = next((r for r in rows if str(r["id"]) == entry_id), None) if entry_id else rows[0]
+    if row is None:
+        raise KeyError(f"{entry_id} not in {generations_file(eval_dir, category)}")
+    entry = next(e for e in load_bfcl_entries(category) if e["id"] == row["id"])
+
+    def cut(text: Any) -> str:
+        text = str(text)
+        return text if len(text) <= max_chars else text[:max_chars] + f" ... [{len(text)} chars]"
+
+    lines = [f"# {row['id']}"]
+    if not isinstance(row.get("result"), list):
+        return "\n".join(lines + [f"inference error: {row.get('result')}"])
+    feedback = row.get("tool_results") or []
+    for turn, steps in enumerate(row["result"]):
+        question = entry["question"][turn] if turn < len(entry["question"]) else []
+        asked = " / ".join(str(m.get("content", "")) for m in question) or "(held-out functions revealed)"
+        lines.append(f"\n## turn {turn}: {cut(asked)}")
+        for step, written in enumerate(steps):
+            raw = (row.get("raw") or [[]])[turn][step] if turn < len(row.get("raw") or []) else ""
+            lines.append(f"  step {step} reply: {cut(raw)!r}")
+            lines.append(f"  step {step} for BFCL: {cut(written) if written else '(no call: turn ends)'}")
+            for result in (feedback[turn][step] if turn < len(feedback) and step < len(feedback[turn]) else []):
+                lines.append(f"    -> {cut(result)}")
+    if row.get("force_terminated"):
+        lines.append("\n(force-terminated: more than 20 steps in a turn)")
+    return "\n".join(lines)
+
+
 def bfcl_overall(summary: pd.DataFrame | list[dict[str, Any]], full_categories: bool = True) -> dict[str, Any]:
     """BFCL's Overall over the parts that ran, with the missing parts and categories named.
 

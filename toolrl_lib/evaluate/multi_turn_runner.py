@@ -77,6 +77,7 @@ class Episode:
     steps_in_turn: int = 0
     result: list[list[str]] = field(default_factory=list)
     raw: list[list[str]] = field(default_factory=list)
+    tool_results: list[list[list[str]]] = field(default_factory=list)
     calls: int = 0
     refused: int = 0
     valid_steps: int = 0
@@ -94,6 +95,7 @@ class Episode:
         self.messages += [{"role": m["role"], "content": str(m.get("content", ""))} for m in messages]
         self.result.append([])
         self.raw.append([])
+        self.tool_results.append([])
         self.steps_in_turn = 0
 
     def end_turn(self) -> None:
@@ -109,6 +111,7 @@ class Episode:
             "id": self.entry["id"],
             "result": self.result if self.error is None else self.error,
             "raw": self.raw,
+            "tool_results": self.tool_results,
             "n_calls": self.calls,
             "n_refused": self.refused,
             "steps": self.steps,
@@ -146,6 +149,7 @@ def take_step(episode: Episode, text: str, adapter: Any, pool: EnvPool, step_lim
     calls = list(parsed.calls)
     if not calls:  # nothing decodable: the turn is over (BFCL's rule)
         episode.result[-1].append("")
+        episode.tool_results[-1].append([])
         episode.messages.append({"role": "assistant", "content": parsed.content or text})
         episode.end_turn()
         return
@@ -153,6 +157,7 @@ def take_step(episode: Episode, text: str, adapter: Any, pool: EnvPool, step_lim
     episode.calls += len(outcomes)
     episode.refused += sum(not o.executed for o in outcomes)
     episode.result[-1].append(canonical_step(outcomes))
+    episode.tool_results[-1].append([o.result for o in outcomes])
     episode.messages.append({"role": "assistant", "content": "", "tool_calls": [
         {"name": str(c.get("name")), "arguments": c.get("arguments") if isinstance(c.get("arguments"), dict) else {}}
         for c in calls]})  # fmt: skip
