@@ -126,3 +126,15 @@ def test_sanitiser_rewrites_hostile_steps(pool):
     assert clean["unsanitised_result"] == row["result"]
     broken = sanitise_multi_turn_row({"id": entry["id"], "result": {"x": 1}}, entry, pool)
     assert broken["result"].startswith("Error during inference")
+
+
+def test_single_turn_lines_are_decoded_like_bfcls_ast_decoder():
+    from toolrl_lib.evaluate.multi_turn_results import sanitise_single_turn_row
+
+    good = '<tool_call>\n{"name": "math.factorial", "arguments": {"n": 5}}\n</tool_call>'
+    assert sanitise_single_turn_row({"id": "x", "result": good})["result"] == good
+    as_string = '<tool_call>\n{"name": "f", "arguments": "{\\"n\\": 5}"}\n</tool_call>'
+    assert sanitise_single_turn_row({"id": "x", "result": as_string})["result"] == ""  # BFCL cannot decode it
+    odd = sanitise_single_turn_row({"id": "x", "result": '<tool_call>\n{"name": 7, "arguments": {}}\n</tool_call>'})
+    assert decode_step(odd["result"]) == [{"name": REJECTED_NAME, "arguments": {}}]
+    assert "unsanitised_result" in odd

@@ -9,7 +9,7 @@ import pytest
 
 from toolrl_lib.data.bfcl import MULTI_TURN, load_bfcl_entries, load_possible_answers
 from toolrl_lib.evaluate import bfcl_results as results
-from toolrl_lib.evaluate.multi_turn_results import write_ground_truth
+from toolrl_lib.evaluate.multi_turn_results import REJECTED_NAME, write_ground_truth
 from toolrl_lib.evaluate.rescore import score_folder
 
 pytestmark = pytest.mark.slow
@@ -71,7 +71,7 @@ def test_hostile_result_files_never_run_code_and_fail(scored):
     assert all("__import__" not in json.dumps(r["result"]) for r in written)
     assert all("__import__" in json.dumps(r["unsanitised_result"]) for r in written)
     single = results.read_results(results.result_file(root, "mixed", "simple_python"))[0]
-    assert single["result"] == "" and out.summary[0]["correct"] == 0
+    assert REJECTED_NAME in single["result"] and out.summary[0]["correct"] == 0
 
 
 CONTROL = """

@@ -38,13 +38,14 @@ def canonical_step(outcomes: list[CallOutcome]) -> str:
     return render_calls([o.canonical() for o in outcomes])
 
 
-def decode_step(text: Any) -> list[dict[str, Any]] | None:
+def decode_step(text: Any, string_arguments: bool = True) -> list[dict[str, Any]] | None:
     """Calls in a step string as BFCL's decoder would find them (None: it would fail).
 
     Blocks that are not JSON are skipped (as BFCL does); an item that is not an object, or
     lacks ``name``/``arguments``, or whose arguments are neither an object nor a JSON
-    string of one, makes the whole step undecodable. Names and keys are NOT checked here
-    (``validate_call`` does that).
+    string of one, makes the whole step undecodable (BFCL's multi-turn decoder reads JSON
+    strings of arguments, its single-turn one does not: ``string_arguments=False``). Names
+    and keys are NOT checked here (``validate_call`` does that).
     """
     if not isinstance(text, str) or len(text) > MAX_STEP_CHARS:
         return None
@@ -57,7 +58,7 @@ def decode_step(text: Any) -> list[dict[str, Any]] | None:
         if not isinstance(item, dict) or "name" not in item or "arguments" not in item:
             return None
         arguments = item["arguments"]
-        if isinstance(arguments, str):
+        if isinstance(arguments, str) and string_arguments:
             try:
                 arguments = json.loads(arguments)
             except (ValueError, RecursionError):
@@ -118,14 +119,15 @@ def sanitise_multi_turn_row(row: dict[str, Any], entry: dict[str, Any], pool: En
 def sanitise_single_turn_row(row: dict[str, Any]) -> dict[str, Any]:
     """A single-turn result line re-rendered canonically (BFCL's AST checker does not
     execute, but a foreign file is held to the same format): the calls decoded the way
-    BFCL's decoder reads them, names as strings, arguments as objects; a result BFCL
-    could not decode becomes ``""`` (no call)."""
+    BFCL's decoder reads them; a name that is not a string becomes ``REJECTED_NAME`` (a
+    wrong call, as BFCL would count it); a result BFCL could not decode becomes ``""``."""
     out = dict(row)
     result = row.get("result")
-    calls = decode_step(result)
+    calls = decode_step(result, string_arguments=False)
     clean = ""
-    if calls is not None and all(isinstance(c["name"], str) for c in calls):
-        clean = render_calls(calls)
+    if calls is not None:
+        clean = render_calls([c if isinstance(c["name"], str) and len(c["name"]) <= 256
+                              else {"name": REJECTED_NAME, "arguments": {}} for c in calls])
     out["result"] = clean
     if clean != result:
         out["unsanitised_result"] = result
