@@ -10,7 +10,7 @@ from pathlib import Path
 
 SETUP_CELL = '''\
 # Set-up: on Colab or a fresh GPU box, install toolrl_lib from this repository.
-# Where the package is already installed (README commands, CI) this cell does nothing.
+# Where the package is already installed (README commands, CI) it installs nothing.
 import importlib.util, os, subprocess, sys
 if importlib.util.find_spec("toolrl_lib") is None:
     checkout = os.path.abspath("..")
@@ -20,6 +20,8 @@ if importlib.util.find_spec("toolrl_lib") is None:
         repo = os.environ.get("TOOLRL_REPO", "https://github.com/toolrl/toolrl-workbook")
         target = f"toolrl-workbook[notebooks] @ git+{repo}"
     subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", target])
+from toolrl_lib.quiet import quiet_known_warnings
+quiet_known_warnings()  # hides only the known-benign library notices listed in toolrl_lib/quiet.py
 '''
 
 
