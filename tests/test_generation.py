@@ -66,3 +66,63 @@ def test_bad_arguments(tiny):
     with pytest.raises(ValueError):
         generate(model, tok, ["x"], num_return_sequences=2)  # greedy k>1 is pointless
     assert tok.padding_side == "left"
+
+
+def test_greedy_matches_hf_generate(tiny):
+    """Our decoding loop (length groups, one prefill, in-place cache) = HF ``generate``, greedy."""
+    from toolrl_lib.generation import stop_token_ids
+
+    model, tok = tiny
+    prompts = [*PROMPTS, "x" * 40, "yy"]
+    ours = generate(model, tok, prompts, max_new_tokens=12, batch_size=3)
+    for prompt, got in zip(prompts, ours, strict=True):
+        enc = tok([prompt], return_tensors="pt", add_special_tokens=False)
+        ref = model.generate(**enc, max_new_tokens=12, do_sample=False, top_k=None, top_p=None,
+                             temperature=None, eos_token_id=stop_token_ids(tok),
+                             pad_token_id=tok.pad_token_id)
+        assert got == [tok.decode(ref[0, enc["input_ids"].shape[1]:], skip_special_tokens=True)]
+
+
+def test_rows_that_stop_early_leave_the_batch_without_changing_the_others(tiny):
+    model, tok = tiny
+    prompts = [*PROMPTS, "x" * 40, "yy", "hello"]
+    tok2 = make_tiny_model(seed=0)[1]
+    tok2.eos_token = generate(model, tok, ["hello"], max_new_tokens=1)[0][0]  # "hello" stops at once
+    together = generate(model, tok2, prompts, max_new_tokens=10, batch_size=8)
+    alone = [generate(model, tok2, [p], max_new_tokens=10)[0] for p in prompts]
+    assert together == alone
+    assert together[-1] == [tok2.eos_token]
+
+
+def test_sampler_rules():
+    import torch
+
+    from toolrl_lib.generation import Sampler
+
+    logits = torch.tensor([[0.0, 3.0, 1.0, 2.0]])
+    assert Sampler(False, 1.0, 50, 1.0)(logits).tolist() == [1]
+    torch.manual_seed(0)
+    assert {Sampler(True, 1.0, 1, 1.0)(logits).item() for _ in range(20)} == {1}  # top-k 1
+    assert {Sampler(True, 1.0, 0, 0.01)(logits).item() for _ in range(20)} == {1}  # top-p tiny
+    drawn = {Sampler(True, 1.0, 2, 1.0)(logits).item() for _ in range(200)}
+    assert drawn == {1, 3}  # top-k 2 keeps the two largest logits only
+    with pytest.raises(ValueError):
+        Sampler(True, 0.0, 50, 1.0)
+
+
+def test_cpu_attention_without_kv_copy_gives_the_same_logits(tiny):
+    import torch
+
+    from toolrl_lib.models import GQA_ATTENTION, inference_attention, make_tiny_model
+
+    model = make_tiny_model(seed=1)[0]  # 4 query heads, 2 key/value heads
+    ids = torch.randint(5, 200, (2, 9))
+    mask = torch.ones_like(ids)
+    mask[0, :4] = 0
+    reference = model(input_ids=ids, attention_mask=mask).logits
+    with inference_attention(model):
+        assert model.config._attn_implementation == GQA_ATTENTION
+        fast = model(input_ids=ids, attention_mask=mask).logits
+    assert model.config._attn_implementation == "sdpa"
+    assert torch.allclose(reference[:, 4:], fast[:, 4:], atol=1e-5)
+    assert torch.allclose(reference[1], fast[1], atol=1e-5)

@@ -1,10 +1,23 @@
-"""Batched text generation with Hugging Face ``generate``: the one sampler everything shares.
+"""Batched text generation: the one sampler everything shares.
 
 Training validation (mean@k), the BFCL evaluation and the notebooks all call ``generate``,
 so greedy and sampled completions are produced the same way everywhere. Prompts are
 already fully rendered strings (chat template applied by the prompt adapter), so no
-special tokens are added here; padding is on the left so every row's continuation starts
-at the same position.
+special tokens are added here.
+
+It is a plain decoding loop over the model's forward pass (HF ``generate``'s sampling rules:
+temperature, then top-k, then top-p), written out because ``generate`` wastes most of a CPU's
+time on work this loop avoids (measured in ``benchmarks/results/workbook_profile.md``):
+
+* each prompt is prefilled once and its cache repeated for the k samples (``generate``
+  prefills every copy);
+* prompts are grouped by length, so a group pads only to its own longest prompt;
+* the key/value cache grows in place with spare room (``DynamicCache`` copies the whole
+  cache at every token);
+* rows that finished are dropped from the batch (``generate`` keeps decoding them until the
+  last row stops);
+* on CPU, grouped-query attention runs without first copying the key/value heads
+  (``sdpa_gqa`` in ``toolrl_lib.models``; with a padding mask transformers repeats them).
 """
 
 from __future__ import annotations
@@ -49,9 +62,11 @@ def generate(
 ) -> list[list[str]]:
     """Complete each prompt; returns, per prompt, ``num_return_sequences`` decoded strings.
 
-    Completions exclude the prompt and special tokens and stop at ``tokenizer.eos_token_id``.
-    Greedy by default; ``do_sample=True`` with ``temperature``/``top_p`` for mean@k. With
-    ``seed`` the sampling is reproducible (torch's global RNG is seeded once up front).
+    Completions exclude the prompt and special tokens and stop at the tokenizer's end-of-turn
+    ids (``stop_token_ids``). Greedy by default; ``do_sample=True`` with ``temperature``/``top_p``
+    (and the model's ``generation_config.top_k``, 50 when unset, as in HF ``generate``) for mean@k.
+    ``batch_size`` counts sequences (prompts x samples) decoded together. With ``seed`` the
+    sampling is reproducible (torch's global RNG is seeded once up front).
     """
     import torch
 
@@ -63,49 +78,162 @@ def generate(
         return []
     if seed is not None:
         torch.manual_seed(seed)
+    sampler = Sampler.from_model(model, do_sample, temperature, top_p)
     stops = stop_token_ids(tokenizer)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
-    device = next(model.parameters()).device
-    old_side = tokenizer.padding_side
-    tokenizer.padding_side = "left"
-    sampling: dict[str, Any] = (
-        {"do_sample": True, "temperature": temperature, "top_p": top_p}
-        if do_sample
-        else {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
-    )
-    per_batch = prompts_per_batch(batch_size, num_return_sequences)
-    chunks = list(batches(prompts, per_batch))
+    encoded = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+    order = sorted(range(len(prompts)), key=lambda i: len(encoded[i]))
+    out: list[list[str]] = [[] for _ in prompts]
     bar = _progress(len(prompts), progress)
-    out: list[list[str]] = []
     was_training = model.training
     model.eval()
     try:
-        for chunk in chunks:
-            enc = tokenizer(
-                list(chunk), return_tensors="pt", padding=True, add_special_tokens=False
-            ).to(device)
-            with torch.inference_mode():
-                generated = model.generate(
-                    **enc,
-                    max_new_tokens=max_new_tokens,
-                    num_return_sequences=num_return_sequences,
-                    eos_token_id=stops,
-                    pad_token_id=pad_id,
-                    **sampling,
-                )
-            new_tokens = generated[:, enc["input_ids"].shape[1] :]
-            texts = tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-            for i in range(len(chunk)):
-                out.append(texts[i * num_return_sequences : (i + 1) * num_return_sequences])
-            if bar is not None:
-                bar.update(len(chunk))
+        with torch.inference_mode():
+            for chunk in batches(order, prompts_per_batch(batch_size, num_return_sequences)):
+                rows = decode_group(model, [encoded[i] for i in chunk], num_return_sequences,
+                                    max_new_tokens, sampler, stops, pad_id)
+                texts = tokenizer.batch_decode(rows, skip_special_tokens=True)
+                k = num_return_sequences
+                for j, i in enumerate(chunk):
+                    out[i] = texts[j * k : (j + 1) * k]
+                if bar is not None:
+                    bar.update(len(chunk))
     finally:
-        tokenizer.padding_side = old_side
         if was_training:
             model.train()
         if bar is not None:
             bar.close()
     return out
+
+
+class Sampler:
+    """Next-token choice as HF ``generate`` makes it: argmax, or temperature -> top-k -> top-p
+    -> a multinomial draw from torch's global RNG."""
+
+    def __init__(self, do_sample: bool, temperature: float, top_k: int, top_p: float) -> None:
+        if do_sample and temperature <= 0:
+            raise ValueError(f"temperature must be > 0 when sampling, got {temperature}")
+        self.do_sample, self.temperature, self.top_k, self.top_p = do_sample, temperature, top_k, top_p
+
+    @classmethod
+    def from_model(cls, model: Any, do_sample: bool, temperature: float, top_p: float) -> Sampler:
+        top_k = getattr(getattr(model, "generation_config", None), "top_k", None)
+        return cls(do_sample, temperature, 50 if top_k is None else int(top_k), top_p)
+
+    def __call__(self, logits: Any) -> Any:
+        import torch
+
+        if not self.do_sample:
+            return logits.argmax(-1)
+        logits = logits / self.temperature
+        if 0 < self.top_k < logits.shape[-1]:
+            kth = torch.topk(logits, self.top_k, dim=-1).values[..., -1:]
+            logits = logits.masked_fill(logits < kth, float("-inf"))
+        if self.top_p < 1.0:
+            ascending, index = torch.sort(logits, descending=False)
+            drop = ascending.softmax(-1).cumsum(-1) <= 1 - self.top_p
+            drop[..., -1:] = False  # always keep the most likely token
+            logits = logits.masked_fill(drop.scatter(-1, index, drop), float("-inf"))
+        return torch.multinomial(logits.softmax(-1), num_samples=1).squeeze(-1)
+
+
+def decode_group(
+    model: Any, prompt_ids: list[list[int]], k: int, max_new_tokens: int, sampler: Sampler,
+    stops: list[int], pad_id: int,
+) -> list[list[int]]:
+    """New token ids for each prompt's k samples (prompt-major), stop token included.
+
+    One left-padded prefill of the distinct prompts, the cache repeated k times, then one
+    forward per token over the rows still running."""
+    import torch
+
+    from toolrl_lib.models import inference_attention
+
+    device = next(model.parameters()).device
+    width = max(len(ids) for ids in prompt_ids)
+    input_ids = torch.full((len(prompt_ids), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompt_ids), width), dtype=torch.long)
+    for row, ids in enumerate(prompt_ids):
+        input_ids[row, width - len(ids):] = torch.tensor(ids, dtype=torch.long)
+        mask[row, width - len(ids):] = 1
+    input_ids, mask = input_ids.to(device), mask.to(device)
+    cache = GrowingCache()
+    with inference_attention(model):
+        logits = model(input_ids=input_ids, attention_mask=mask,
+                       position_ids=(mask.cumsum(-1) - 1).clamp(min=0), past_key_values=cache,
+                       use_cache=True, logits_to_keep=1).logits[:, -1, :].float()
+        if k > 1:
+            cache.batch_repeat_interleave(k)
+            logits, mask = logits.repeat_interleave(k, dim=0), mask.repeat_interleave(k, dim=0)
+        rows = mask.shape[0]
+        tokens: list[list[int]] = [[] for _ in range(rows)]
+        live = list(range(rows))  # batch position -> output row
+        running = torch.ones(rows, dtype=torch.bool, device=device)
+        stop_ids = torch.tensor(stops, device=device)
+        for step in range(max_new_tokens):
+            chosen = sampler(logits)
+            for position, token in enumerate(chosen.tolist()):
+                if running[position]:
+                    tokens[live[position]].append(token)
+            running &= ~torch.isin(chosen, stop_ids)
+            if step == max_new_tokens - 1 or not running.any():
+                break
+            if (~running).sum() * 4 >= len(live):  # a quarter finished: drop them from the batch
+                keep = running.nonzero().squeeze(-1)
+                cache.batch_select_indices(keep)
+                live = [live[i] for i in keep.tolist()]
+                chosen, mask, running = chosen[keep], mask[keep], running[keep]
+            mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=-1)
+            logits = model(input_ids=chosen.masked_fill(~running, pad_id).unsqueeze(-1),
+                           attention_mask=mask, position_ids=mask.sum(-1, keepdim=True) - 1,
+                           past_key_values=cache, use_cache=True).logits[:, -1, :].float()
+    return tokens
+
+
+def _growing_layer_class() -> type:
+    from transformers.cache_utils import DynamicLayer
+
+    class GrowingLayer(DynamicLayer):
+        """A ``DynamicLayer`` whose keys/values are views of a buffer with spare room, so a new
+        token is one in-place write instead of a copy of the whole cache. Whenever the parent's
+        methods replace ``keys`` (repeat, select), the next update starts a new buffer."""
+
+        def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> Any:
+            if not self.is_initialized:
+                self.lazy_initialization(key_states, value_states)
+                self._kbuf = self._vbuf = None
+            old = self.keys.shape[-2] if self.keys.numel() else 0
+            new = old + key_states.shape[-2]
+            buf = self._kbuf
+            fits = (buf is not None and buf.shape[-2] >= new and buf.shape[0] == key_states.shape[0]
+                    and self.keys.numel() and self.keys.data_ptr() == buf.data_ptr())
+            if not fits:
+                batch, heads, _, dim = key_states.shape
+                room = new + max(64, new // 2)
+                self._kbuf = key_states.new_empty((batch, heads, room, dim))
+                self._vbuf = value_states.new_empty((batch, value_states.shape[1], room, dim))
+                if old:
+                    self._kbuf[:, :, :old] = self.keys
+                    self._vbuf[:, :, :old] = self.values
+            self._kbuf[:, :, old:new] = key_states
+            self._vbuf[:, :, old:new] = value_states
+            self.keys, self.values = self._kbuf[:, :, :new], self._vbuf[:, :, :new]
+            return self.keys, self.values
+
+    return GrowingLayer
+
+
+def GrowingCache() -> Any:  # noqa: N802 (a factory that reads like the class it builds)
+    """A transformers ``Cache`` made of ``GrowingLayer``s (created lazily, one per layer)."""
+    from transformers.cache_utils import Cache
+
+    global _GROWING_LAYER
+    if _GROWING_LAYER is None:
+        _GROWING_LAYER = _growing_layer_class()
+    return Cache(layer_class_to_replicate=_GROWING_LAYER)
+
+
+_GROWING_LAYER: type | None = None
 
 
 def _progress(total: int, enabled: bool) -> Any:

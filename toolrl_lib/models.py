@@ -8,11 +8,13 @@ template) so that every later step can use plain ``from_pretrained(folder)`` off
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -238,7 +240,63 @@ def load_model(name_or_path: str, dtype: str = "auto", device: str | None = None
     model = AutoModelForCausalLM.from_pretrained(
         resolve_model(name_or_path), dtype=resolve_dtype(dtype, device)
     )
-    return model.to(device)
+    model = model.to(device)
+    if str(device).startswith("cpu") and model.config._attn_implementation == "sdpa":
+        register_gqa_attention()  # same numbers (training too), without the per-token K/V copy
+        model.set_attn_implementation(GQA_ATTENTION)
+    return model
+
+
+GQA_ATTENTION = "sdpa_gqa"
+
+
+def gqa_sdpa_attention(
+    module: Any, query: Any, key: Any, value: Any, attention_mask: Any, dropout: float = 0.0,
+    scaling: float | None = None, is_causal: bool | None = None, **kwargs: Any,
+) -> tuple[Any, None]:
+    """transformers' ``sdpa`` attention without its key/value copy under a padding mask.
+
+    With a mask (left-padded batches) transformers repeats each key/value head for its group of
+    query heads before calling SDPA; on a CPU that copy, at every decoded token, cost more than
+    the rest of the step. SDPA's own ``enable_gqa`` computes the same thing from the unrepeated
+    heads (logits equal to 5e-5 on the embedded model)."""
+    import torch
+
+    mask = attention_mask[:, :, :, : key.shape[-2]] if attention_mask is not None else None
+    causal = bool(mask is None and query.shape[2] > 1 and (is_causal if is_causal is not None
+                                                              else getattr(module, "is_causal", True)))
+    out = torch.nn.functional.scaled_dot_product_attention(
+        query, key, value, attn_mask=mask, dropout_p=dropout if module.training else 0.0,
+        scale=scaling, is_causal=causal, enable_gqa=query.shape[1] != key.shape[1])
+    return out.transpose(1, 2).contiguous(), None
+
+
+def register_gqa_attention() -> None:
+    """Make ``sdpa_gqa`` a transformers attention implementation (with sdpa's mask builder)."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    AttentionInterface.register(GQA_ATTENTION, gqa_sdpa_attention)
+    AttentionMaskInterface.register(GQA_ATTENTION, sdpa_mask)
+
+
+@contextlib.contextmanager
+def inference_attention(model: Any) -> Iterator[None]:
+    """Run the body with ``sdpa_gqa`` attention when ``model`` is on a CPU with ``sdpa`` (no-op
+    elsewhere: on CUDA, SDPA with a mask and GQA may fall back to its slowest kernel)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    config = getattr(base, "config", None)
+    old = getattr(config, "_attn_implementation", None)
+    on_cpu = next(base.parameters()).device.type == "cpu"
+    if old != "sdpa" or not on_cpu or not hasattr(base, "set_attn_implementation"):
+        yield
+        return
+    register_gqa_attention()
+    base.set_attn_implementation(GQA_ATTENTION)
+    try:
+        yield
+    finally:
+        base.set_attn_implementation(old)
 
 
 def make_tiny_tokenizer() -> Any:
