@@ -12,11 +12,10 @@ hand, with plain tensor operations, what TRL's ``GRPOTrainer`` computes inside o
 4. the loss as ``grpo``, ``dapo``, ``dr_grpo`` and ``gspo`` aggregate it, with and without
    the KL term, and how much each token's log-probability moves each loss (autograd).
 
-Why one optimizer step: with TRL's default ``num_iterations=1`` the policy that computes the
-loss *is* the policy that sampled, so every ratio is exactly 1 and clipping never bites.
-Ratios differ from 1 on the second pass over a batch (``num_iterations > 1``), which is what
-``StepSettings.update_lr > 0`` reproduces. ``compare_with_trl`` then drives TRL's own loss on
-the same tensors and model state; the tests require agreement within 1e-5 (fp32).
+Why one optimizer step: with TRL's default ``num_iterations=1`` the policy computing the loss
+*is* the sampler: every ratio is 1 and clipping never bites. ``update_lr > 0`` reproduces the
+second pass over a batch (``num_iterations > 1``). ``compare_with_trl`` drives TRL's own loss
+on the same tensors and model state (the tests require agreement within 1e-5, fp32).
 """
 
 from __future__ import annotations
@@ -59,12 +58,11 @@ class StepSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.num_generations < 2:
-            raise ValueError(f"num_generations = {self.num_generations}: must be >= 2")
-        if self.scale_rewards not in SCALE_REWARDS:
-            raise ValueError(f"scale_rewards = {self.scale_rewards!r}: use one of {SCALE_REWARDS}")
-        if self.update_loss not in LOSS_TYPES:
-            raise ValueError(f"update_loss = {self.update_loss!r}: use one of {LOSS_TYPES}")
+        for name, ok, rule in (("num_generations", self.num_generations >= 2, "must be >= 2"),
+                               ("scale_rewards", self.scale_rewards in SCALE_REWARDS, f"use one of {SCALE_REWARDS}"),
+                               ("update_loss", self.update_loss in LOSS_TYPES, f"use one of {LOSS_TYPES}")):
+            if not ok:
+                raise ValueError(f"{name} = {getattr(self, name)!r}: {rule}")
 
     @property
     def eps_high(self) -> float:
@@ -150,14 +148,11 @@ def reward_scorer(scheme: str = "weighted", family: str = "hermes",
 def reward_table(rows: list[dict[str, Any]], batch: Batch, scorer: Scorer) -> pd.DataFrame:
     """One row per completion: its group, text, token length and reward components."""
     per_completion = [row for row in rows for _ in range(batch.group_size)]
-    scores = scorer(per_completion, batch.texts)
-    G = batch.group_size
-    table = pd.DataFrame(scores)
-    table.insert(0, "group", [i // G for i in range(len(scores))])
-    table.insert(1, "sample", [i % G for i in range(len(scores))])
-    table.insert(2, "length", batch.completion_mask.sum(1).tolist())
-    table["completion"] = batch.texts
-    return table
+    n, G = len(batch.texts), batch.group_size
+    table = pd.DataFrame({"group": [i // G for i in range(n)], "sample": [i % G for i in range(n)],
+                          "length": batch.completion_mask.sum(1).tolist()})
+    return pd.concat([table, pd.DataFrame(scorer(per_completion, batch.texts))], axis=1).assign(
+        completion=batch.texts)
 
 
 def advantage_table(rewards: pd.DataFrame) -> pd.DataFrame:
@@ -248,7 +243,14 @@ def update_step(model: Any, batch: Batch, adv: torch.Tensor, s: StepSettings) ->
     Afterwards the policy differs from the sampler, as on the second pass."""
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=s.update_lr, weight_decay=0.0)
-    logps = completion_logps(model, batch, s.temperature)
+    with torch.no_grad():  # the prompt's keys/values without gradient: the backward stays short
+        cache = model(input_ids=batch.prompt_ids[:, :-1], attention_mask=batch.prompt_mask[:, :-1],
+                      use_cache=True).past_key_values
+    ids = torch.cat([batch.prompt_ids[:, -1:], batch.completion_ids[:, :-1]], 1)
+    attention = torch.cat([batch.prompt_mask, batch.completion_mask], 1)
+    logits = model(input_ids=ids, attention_mask=attention, past_key_values=cache).logits
+    logps = torch.log_softmax(logits.float() / s.temperature, -1)
+    logps = logps.gather(-1, batch.completion_ids.unsqueeze(-1)).squeeze(-1) * batch.completion_mask
     old = logps.detach()
     terms = token_terms(logps, old, old, adv, batch.completion_mask, s.update_loss, s, 0.0)
     aggregate(terms["per_token"], batch.completion_mask, s.update_loss, s.max_completion_length).backward()
@@ -290,19 +292,17 @@ def token_table(step: Step, tokenizer: Any) -> pd.DataFrame:
     s, mask = step.settings, step.batch.completion_mask
     terms = token_terms(step.logps, step.old_logps, step.ref_logps, step.adv, mask, "grpo", s, s.beta)
     seq = token_terms(step.logps, step.old_logps, step.ref_logps, step.adv, mask, "gspo", s, 0.0)
-    G, rows = step.batch.group_size, []
-    for i, j in mask.nonzero().tolist():
-        rows.append({
-            "completion": i, "group": i // G, "position": j,
-            "token": tokenizer.decode([int(step.batch.completion_ids[i, j])]),
-            "logp_old": float(step.old_logps[i, j]), "logp": float(step.logps[i, j]),
-            "logp_ref": float(step.ref_logps[i, j]), "ratio": float(terms["ratio"][i, j]),
-            "advantage": float(step.adv[i]), "adv_x_ratio": float(step.adv[i] * terms["ratio"][i, j]),
-            "clip_low": bool(terms["clip_low"][i, j]), "clip_high": bool(terms["clip_high"][i, j]),
-            "surrogate": float(terms["surrogate"][i, j]), "kl": float(terms["kl"][i, j]),
-            "seq_ratio": float(seq["ratio"][i, j]),
-        })
-    return pd.DataFrame(rows)
+    at = mask.bool()
+    i, j = mask.nonzero(as_tuple=True)
+    adv = step.adv.unsqueeze(-1).expand_as(step.logps)
+    columns = {"logp_old": step.old_logps, "logp": step.logps, "logp_ref": step.ref_logps,
+               "ratio": terms["ratio"], "advantage": adv, "adv_x_ratio": adv * terms["ratio"],
+               "clip_low": terms["clip_low"], "clip_high": terms["clip_high"],
+               "surrogate": terms["surrogate"], "kl": terms["kl"], "seq_ratio": seq["ratio"]}
+    table = pd.DataFrame({"completion": i.tolist(), "group": (i // step.batch.group_size).tolist(),
+                          "position": j.tolist(),
+                          "token": [tokenizer.decode([t]) for t in step.batch.completion_ids[at].tolist()]})
+    return table.assign(**{k: v[at].detach().cpu().numpy() for k, v in columns.items()})
 
 
 # -- what the tables say ------------------------------------------------------------------------
@@ -456,7 +456,6 @@ def _compute_loss_outside_train(trainer: Any, inputs: dict[str, Any], model: Any
 
 def _never_called(completions: list[Any], **kwargs: Any) -> list[float]:
     raise AssertionError("compare_with_trl passes its own advantages: TRL must not score")
-
 
 def compare_with_trl(model: Any, tokenizer: Any, step: Step, reuse_forward: bool = True) -> pd.DataFrame:
     """``step.losses`` with TRL's number and the absolute difference next to each hand loss
