@@ -309,6 +309,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("phase", choices=("prime", "train", "worker", "bfcl", "report", "single-turn-report"))
     parser.add_argument("--work", default="/tmp/rl")
+    parser.add_argument("--command", action="append", default=None,
+                        help="single-turn-report: a command that produced the archive (repeat; recorded in the JSON)")
     parser.add_argument("--gpus", default="0")
     parser.add_argument("--variant")
     parser.add_argument("--variants", default=",".join(VARIANTS))
@@ -350,7 +352,7 @@ def main() -> None:
         sys.path.insert(0, str(Path(__file__).parent))
         from rl_single_turn_report import single_turn_report
 
-        single_turn_report(Path(args.archive), Path(args.out), work)
+        single_turn_report(Path(args.archive), Path(args.out), work, commands=args.command)
     else:
         sys.path.insert(0, str(Path(__file__).parent))
         from rl_learning_report import report

@@ -79,6 +79,8 @@ def markdown(result: dict[str, Any]) -> str:
     for row in result["comparisons"]:
         lines.append(f"| {row['a']} | {row['b']} | {row['metric']} | {row['n']} | {row['diff']:+.4f} | "
                      f"[{row['ci_low']:+.4f}, {row['ci_high']:+.4f}] |")
+    if result.get("commands"):
+        lines += ["", "Commands, in order:", ""] + [f"- `{command}`" for command in result["commands"]]
     return "\n".join(lines) + "\n"
 
 
