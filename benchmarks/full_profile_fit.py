@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.append(str(HERE))
 
 import grpo_throughput as gt  # noqa: E402  (sibling benchmark: the random model)
 

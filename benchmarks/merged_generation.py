@@ -55,7 +55,7 @@ def _random_model(shapes: str, prompt_tokens: int, batch: int, device: str, dtyp
     import torch
     from transformers import AutoModelForCausalLM, GenerationConfig, Qwen3Config
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.append(str(Path(__file__).resolve().parent))
     from grpo_throughput import SHAPES
 
     torch.manual_seed(0)

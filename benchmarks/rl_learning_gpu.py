@@ -349,12 +349,12 @@ def main() -> None:
                    also=[v for v in args.also.split(",") if v],
                    only=args.only.split(",") if args.only else None)
     elif args.phase == "single-turn-report":  # issue 18: rl_single_turn.{md,json}
-        sys.path.insert(0, str(Path(__file__).parent))
+        sys.path.append(str(Path(__file__).parent))
         from rl_single_turn_report import single_turn_report
 
         single_turn_report(Path(args.archive), Path(args.out), work, commands=args.command)
     else:
-        sys.path.insert(0, str(Path(__file__).parent))
+        sys.path.append(str(Path(__file__).parent))
         from rl_learning_report import report
 
         report(Path(args.archive), Path(args.out), work, common_subset=args.common_subset, tag=args.tag)

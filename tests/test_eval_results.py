@@ -67,8 +67,11 @@ def test_parse_categories_refuses_unknown_names():
                                         "live_parallel_multiple", "live_irrelevance", "live_relevance"]
     with pytest.raises(ValueError, match="simple_pyhton"):
         parse_categories("simple_python,simple_pyhton")
-    with pytest.raises(ValueError, match="multi_turn_base"):
-        parse_categories("multi_turn_base")
+    # multi-turn is evaluated too (issue 19), memory/web search are not
+    assert parse_categories("multi_turn_base") == ["multi_turn_base"]
+    assert len(parse_categories("multi_turn")) == 4
+    with pytest.raises(ValueError, match="web_search"):
+        parse_categories("web_search")
 
 
 def _fake_eval(tmp_path, name, outcomes):

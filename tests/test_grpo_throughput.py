@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.insert(0, str(BENCH))
+sys.path.append(str(BENCH))  # after site-packages: benchmarks/bfcl_eval.py must not hide bfcl_eval
 
 import full_profile_fit as fpf  # noqa: E402
 import grpo_throughput as gt  # noqa: E402

@@ -70,7 +70,7 @@ def test_benchmark_script_writes_its_table(tiny_model_dir, tmp_path):
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.path.append(str(Path(__file__).resolve().parents[1] / "benchmarks"))
     import merged_generation as bench
 
     assert bench.main(["--model", str(tiny_model_dir), "--batch", "2", "--new-tokens", "4",

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.insert(0, str(BENCH))
+sys.path.append(str(BENCH))  # after site-packages: benchmarks/bfcl_eval.py must not hide bfcl_eval
 
 import multi_gpu  # noqa: E402
 

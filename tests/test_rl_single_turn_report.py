@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.insert(0, str(BENCH))
+sys.path.append(str(BENCH))  # after site-packages: benchmarks/bfcl_eval.py must not hide bfcl_eval
 
 import rl_single_turn_report as report  # noqa: E402
 
