@@ -172,8 +172,8 @@ def decode_group(
         stop_ids = torch.tensor(stops, device=device)
         for step in range(max_new_tokens):
             chosen = sampler(logits)
-            for position, token in enumerate(chosen.tolist()):
-                if running[position]:
+            for position, (token, alive) in enumerate(zip(chosen.tolist(), running.tolist(), strict=True)):
+                if alive:
                     tokens[live[position]].append(token)
             running &= ~torch.isin(chosen, stop_ids)
             if step == max_new_tokens - 1 or not running.any():
