@@ -9,8 +9,8 @@ It is a plain decoding loop over the model's forward pass (HF ``generate``'s sam
 temperature, then top-k, then top-p), written out because ``generate`` wastes most of a CPU's
 time on work this loop avoids (measured in ``benchmarks/results/workbook_profile.md``):
 
-* each prompt is prefilled once and its cache repeated for the k samples (``generate``
-  prefills every copy);
+* each prompt is prefilled once and its keys/values written k times into the cache, once,
+  at their final size (``generate`` prefills every copy);
 * prompts are grouped by length, so a group pads only to its own longest prompt;
 * the key/value cache grows in place with spare room (``DynamicCache`` copies the whole
   cache at every token);
@@ -143,7 +143,7 @@ def decode_group(
 ) -> list[list[int]]:
     """New token ids for each prompt's k samples (prompt-major), stop token included.
 
-    One left-padded prefill of the distinct prompts, the cache repeated k times, then one
+    One left-padded prefill of the distinct prompts, written k times into the cache, then one
     forward per token over the rows still running."""
     import torch
 
@@ -157,13 +157,12 @@ def decode_group(
         input_ids[row, width - len(ids):] = torch.tensor(ids, dtype=torch.long)
         mask[row, width - len(ids):] = 1
     input_ids, mask = input_ids.to(device), mask.to(device)
-    cache = GrowingCache()
+    cache = GrowingCache(repeat=k, room=max_new_tokens)
     with inference_attention(model):
         logits = model(input_ids=input_ids, attention_mask=mask,
                        position_ids=(mask.cumsum(-1) - 1).clamp(min=0), past_key_values=cache,
                        use_cache=True, logits_to_keep=1).logits[:, -1, :].float()
-        if k > 1:
-            cache.batch_repeat_interleave(k)
+        if k > 1:  # the cache already holds each prompt's rows k times
             logits, mask = logits.repeat_interleave(k, dim=0), mask.repeat_interleave(k, dim=0)
         rows = mask.shape[0]
         tokens: list[list[int]] = [[] for _ in range(rows)]
@@ -194,43 +193,71 @@ def _growing_layer_class() -> type:
     from transformers.cache_utils import DynamicLayer
 
     class GrowingLayer(DynamicLayer):
-        """A ``DynamicLayer`` whose keys/values are views of a buffer with spare room, so a new
-        token is one in-place write instead of a copy of the whole cache. Whenever the parent's
-        methods replace ``keys`` (repeat, select), the next update starts a new buffer."""
+        """A ``DynamicLayer`` whose keys/values are views of one buffer sized for the whole
+        generation, so a new token is an in-place write instead of a copy of the cache.
+
+        The prefill's rows are written ``repeat`` times each (the k samples of a prompt share
+        its prefill), straight into that buffer: no second, repeated copy of the cache exists.
+        ``room`` is the number of tokens still to come; selecting rows (dropping finished
+        samples) copies the kept rows into a smaller buffer with the same room."""
+
+        repeat: int = 1
+        room: int = 64
 
         def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> Any:
             if not self.is_initialized:
                 self.lazy_initialization(key_states, value_states)
                 self._kbuf = self._vbuf = None
-            old = self.keys.shape[-2] if self.keys.numel() else 0
+            old = self.keys.shape[-2] if self._kbuf is not None else 0
             new = old + key_states.shape[-2]
-            buf = self._kbuf
-            fits = (buf is not None and buf.shape[-2] >= new and buf.shape[0] == key_states.shape[0]
-                    and self.keys.numel() and self.keys.data_ptr() == buf.data_ptr())
-            if not fits:
-                batch, heads, _, dim = key_states.shape
-                room = new + max(64, new // 2)
-                self._kbuf = key_states.new_empty((batch, heads, room, dim))
-                self._vbuf = value_states.new_empty((batch, value_states.shape[1], room, dim))
-                if old:
-                    self._kbuf[:, :, :old] = self.keys
-                    self._vbuf[:, :, :old] = self.values
-            self._kbuf[:, :, old:new] = key_states
-            self._vbuf[:, :, old:new] = value_states
+            if self._kbuf is None or self._kbuf.shape[-2] < new:
+                self._allocate(key_states, value_states, old, new)
+            else:
+                self._kbuf[:, :, old:new] = key_states
+                self._vbuf[:, :, old:new] = value_states
             self.keys, self.values = self._kbuf[:, :, :new], self._vbuf[:, :, :new]
+            if not old and self.repeat > 1:  # the prefill attends over its own (unrepeated) rows
+                return key_states, value_states
             return self.keys, self.values
+
+        def _allocate(self, key_states: Any, value_states: Any, old: int, new: int) -> None:
+            rows = key_states.shape[0] * (self.repeat if not old else 1)
+            size = new + max(1, self.room)
+            kbuf = key_states.new_empty((rows, key_states.shape[1], size, key_states.shape[-1]))
+            vbuf = value_states.new_empty((rows, value_states.shape[1], size, value_states.shape[-1]))
+            if old:
+                kbuf[:, :, :old], vbuf[:, :, :old] = self.keys, self.values
+                kbuf[:, :, old:new], vbuf[:, :, old:new] = key_states, value_states
+            else:  # the prefill: each row repeated in place, prompt-major like repeat_interleave
+                r = self.repeat
+                kview = kbuf.view(key_states.shape[0], r, *kbuf.shape[1:])
+                vview = vbuf.view(value_states.shape[0], r, *vbuf.shape[1:])
+                for j in range(r):
+                    kview[:, j, :, :new] = key_states
+                    vview[:, j, :, :new] = value_states
+            self._kbuf, self._vbuf = kbuf, vbuf
+
+        def batch_select_indices(self, indices: Any) -> None:
+            if self._kbuf is None:
+                return super().batch_select_indices(indices)
+            used = self.keys.shape[-2]
+            self._kbuf = self._kbuf.index_select(0, indices)
+            self._vbuf = self._vbuf.index_select(0, indices)
+            self.keys, self.values = self._kbuf[:, :, :used], self._vbuf[:, :, :used]
 
     return GrowingLayer
 
 
-def GrowingCache() -> Any:  # noqa: N802 (a factory that reads like the class it builds)
-    """A transformers ``Cache`` made of ``GrowingLayer``s (created lazily, one per layer)."""
+def GrowingCache(repeat: int = 1, room: int = 64) -> Any:  # noqa: N802 (a factory that reads like a class)
+    """A transformers ``Cache`` of ``GrowingLayer``s (created lazily, one per layer): the
+    prefill's rows repeated ``repeat`` times, ``room`` spare token positions per row."""
     from transformers.cache_utils import Cache
 
     global _GROWING_LAYER
     if _GROWING_LAYER is None:
         _GROWING_LAYER = _growing_layer_class()
-    return Cache(layer_class_to_replicate=_GROWING_LAYER)
+    layer = type("GrowingLayerSized", (_GROWING_LAYER,), {"repeat": repeat, "room": room})
+    return Cache(layer_class_to_replicate=layer)
 
 
 _GROWING_LAYER: type | None = None

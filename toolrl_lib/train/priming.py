@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from toolrl_lib.data.example import Example
+from toolrl_lib.memory import release_memory
 from toolrl_lib.train.config import RunConfig
 
 PRIMING_MARKER = "priming.json"
@@ -113,6 +114,8 @@ def prime(
     shutil.rmtree(out_dir, ignore_errors=True)
     staging.rename(out_dir)
     shutil.rmtree(work, ignore_errors=True)
+    del trainer, peft_model, merged, model
+    release_memory()
     return out_dir
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolrl_lib.memory import release_memory
 from toolrl_lib.profiling import stage
 from toolrl_lib.train.config import RunConfig, best_validation_key, save_run_config, validate
 from toolrl_lib.train.distributed import Dist
@@ -211,6 +212,7 @@ def evaluate_saved(
     with forked_rng():
         scores = validation_scores(config, model, tokenizer, examples, family)
     del model
+    release_memory()
     return scores
 
 
@@ -411,6 +413,7 @@ def _train(
     save_last(trainer, tokenizer, paths.last, dist)
     step = trainer.state.global_step
     del trainer, model
+    release_memory()
     leave_zero3_loading()
     if dist.main:
         if v.enabled:
