@@ -68,34 +68,59 @@ def generate(
     ``batch_size`` counts sequences (prompts x samples) decoded together. With ``seed`` the
     sampling is reproducible (torch's global RNG is seeded once up front).
     """
+    if not prompts:
+        return []
+    encoded = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+    ids = generate_ids(model, encoded, sampler=Sampler.from_model(model, do_sample, temperature, top_p),
+                       stops=stop_token_ids(tokenizer), pad_id=pad_token_id(tokenizer),
+                       max_new_tokens=max_new_tokens, num_return_sequences=num_return_sequences,
+                       batch_size=batch_size, seed=seed, progress=progress)
+    return [tokenizer.batch_decode(samples, skip_special_tokens=True) for samples in ids]
+
+
+def pad_token_id(tokenizer: Any) -> int:
+    """The tokenizer's pad id, else its first end-of-turn id (padding is masked either way)."""
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stop_token_ids(tokenizer)[0]
+
+
+def generate_ids(
+    model: Any,
+    prompt_ids: list[list[int]],
+    *,
+    sampler: Sampler,
+    stops: list[int],
+    pad_id: int,
+    max_new_tokens: int,
+    num_return_sequences: int = 1,
+    batch_size: int = 16,
+    seed: int | None = None,
+    progress: bool = False,
+) -> list[list[list[int]]]:
+    """``generate`` on token ids: per prompt, ``num_return_sequences`` lists of new token ids,
+    each ending with its stop id unless it ran to ``max_new_tokens`` (what GRPO trains on)."""
     import torch
 
-    if num_return_sequences < 1:
-        raise ValueError(f"num_return_sequences must be >= 1, got {num_return_sequences}")
-    if not do_sample and num_return_sequences > 1:
+    k = num_return_sequences
+    if k < 1:
+        raise ValueError(f"num_return_sequences must be >= 1, got {k}")
+    if not sampler.do_sample and k > 1:
         raise ValueError("num_return_sequences > 1 needs do_sample=True (greedy repeats itself)")
-    if not prompts:
+    if not prompt_ids:
         return []
     if seed is not None:
         torch.manual_seed(seed)
-    sampler = Sampler.from_model(model, do_sample, temperature, top_p)
-    stops = stop_token_ids(tokenizer)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
-    encoded = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
-    order = sorted(range(len(prompts)), key=lambda i: len(encoded[i]))
-    out: list[list[str]] = [[] for _ in prompts]
-    bar = _progress(len(prompts), progress)
+    order = sorted(range(len(prompt_ids)), key=lambda i: len(prompt_ids[i]))
+    out: list[list[list[int]]] = [[] for _ in prompt_ids]
+    bar = _progress(len(prompt_ids), progress)
     was_training = model.training
     model.eval()
     try:
         with torch.inference_mode():
-            for chunk in batches(order, prompts_per_batch(batch_size, num_return_sequences)):
-                rows = decode_group(model, [encoded[i] for i in chunk], num_return_sequences,
-                                    max_new_tokens, sampler, stops, pad_id)
-                texts = tokenizer.batch_decode(rows, skip_special_tokens=True)
-                k = num_return_sequences
+            for chunk in batches(order, prompts_per_batch(batch_size, k)):
+                rows = decode_group(model, [list(prompt_ids[i]) for i in chunk], k, max_new_tokens,
+                                    sampler, stops, pad_id)
                 for j, i in enumerate(chunk):
-                    out[i] = texts[j * k : (j + 1) * k]
+                    out[i] = rows[j * k : (j + 1) * k]
                 if bar is not None:
                     bar.update(len(chunk))
     finally:

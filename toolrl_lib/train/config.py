@@ -99,6 +99,10 @@ class GRPOSection:
     # matmul per projection while decoding instead of three; +1 weight copy of memory. Under
     # unsloth the run first checks that its patched layers honour the adapter switch.
     merged_generation: bool = False
+    # Who samples the completions: "trl" (transformers' generate inside TRL) or "library"
+    # (toolrl_lib.generation through TRL's rollout_func: one prefill per prompt for its whole
+    # group, an in-place cache; faster on CPU; peft backend, plain GRPO losses only)
+    rollouts: Literal["trl", "library"] = "trl"
     learning_rate: float = 1e-5
     lr_scheduler_type: str = "constant_with_warmup"
     warmup_steps: int = 0
@@ -249,6 +253,12 @@ def _violations(c: RunConfig, processes: int) -> list[tuple[str, Any, str]]:
          "LoRA adapters only")
     rule(not g.merged_generation or lora.enabled, "grpo.merged_generation", g.merged_generation,
          "merges LoRA adapters for rollouts: needs lora.enabled (full fine-tuning has no adapters)")
+    rule(g.rollouts in ("trl", "library"), "grpo.rollouts", g.rollouts, "must be 'trl' or 'library'")
+    rule(g.rollouts == "trl" or (c.backend != "unsloth" and g.loss_type != "rlsd"
+                                  and not g.merged_generation and not c.logging.generation_times),
+         "grpo.rollouts", g.rollouts, "'library' samples through TRL's rollout_func: it needs the "
+         "peft backend, a loss other than rlsd, merged_generation off and logging.generation_times "
+         "off (those wrap TRL's own sampler)")
     rule(1 <= lora.r <= LORA_MAX_RANK, "lora.r", lora.r, f"LoRA rank must be in [1, {LORA_MAX_RANK}]")
     rule(lora.alpha > 0, "lora.alpha", lora.alpha, "must be > 0")
     rule(0.0 <= lora.dropout < 1.0, "lora.dropout", lora.dropout, "must be in [0, 1)")

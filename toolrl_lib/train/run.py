@@ -238,6 +238,9 @@ def train(
     distributed.check_supported(config, dist)
     # imports unsloth before trl
     backend = resolve_backend(config.backend, device, dist.world_size, config.lora.enabled)
+    if backend == "unsloth" and config.grpo.rollouts == "library":
+        raise ValueError("grpo.rollouts: library needs the peft backend (backend 'auto' chose "
+                         "unsloth here); set backend: peft or grpo.rollouts: trl")
     checkpoint = _prepare_run_dir(paths, resume, dist)
     if dist.main:
         save_run_config(config, paths.config)
@@ -494,13 +497,21 @@ def _make_trainer(config, family, model, tokenizer, dataset, paths, device, call
                                          Shaping(r.spurious_call, r.abstention, r.args_sharp))
     kwargs = dict(model=model, reward_funcs=reward_funcs, args=args, train_dataset=dataset,
                   processing_class=tokenizer, callbacks=callbacks)
+    if config.grpo.rollouts == "library":
+        from toolrl_lib.train.rollouts import library_rollout
+
+        kwargs["rollout_func"] = library_rollout()
     if config.grpo.loss_type == "rlsd":
         from toolrl_lib.train.rlsd import RLSDGRPOTrainer
 
         return RLSDGRPOTrainer(rlsd=config.rlsd, **kwargs)
+    import warnings
+
     from trl import GRPOTrainer
 
-    return GRPOTrainer(**kwargs)
+    with warnings.catch_warnings():  # rollout_func is public in TRL 1.15, flagged "experimental"
+        warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
+        return GRPOTrainer(**kwargs)
 
 
 def _run_trainer(trainer: Any, checkpoint: Path | None, paths: RunPaths) -> None:
