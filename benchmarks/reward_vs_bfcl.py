@@ -22,6 +22,16 @@ import pandas as pd
 
 from toolrl_lib.evaluate import reward_check as rc
 
+RULES = """Rules of the reward (`scheme="binary"`) as checked here, after issue 18's fixes: the verdict reads the
+calls the parser decodes, whatever text surrounds them (BFCL's rule; on a no-call entry, text from which no call
+decodes is an abstention); an integer parameter wants a JSON integer (`5.0` is a float, as in BFCL's type check);
+a ground truth with BFCL's accepted-value lists accepts any of them (`toolrl_lib.rewards.accepted`). Deliberate
+deviations, kept: strings with an `enum`/`pattern`/`format` compare case-sensitively (BFCL folds case everywhere;
+an API refuses a wrong-case enum), and free-text strings compare after collapsing whitespace and case only (BFCL
+also deletes ` ,./-_*^`, so `3.5` equals `35` there); java/javascript arguments are compared as the strings the
+model wrote (BFCL parses them as source literals). `reward.strict_format: true` is the training-side deviation
+that pays a broken format nothing (not used by this check)."""
+
 
 def replay_table(work: Path, limit: int) -> pd.DataFrame:
     """Score every perturbation of the first ``limit`` entries per category with BFCL's scorer."""
@@ -83,13 +93,16 @@ def write(table: pd.DataFrame, out: Path, tag: str, command: str) -> dict:
     bad.to_csv(out / f"{name}_disagreements.csv", index=False)
     lines = [f"# Our binary reward vs BFCL's AST checker ({tag or 'replay'})\n", f"`{command}`\n",
              f"Entries: {summary['n']}; agreement **{summary['agreement']:.4f}** "
-             f"(with BFCL's full accepted-value sets: {summary['agreement_any']:.4f}); "
+             f"(against the first accepted value only, as before the fix: {summary['agreement_first_value']:.4f}); "
              f"disagreements: {summary['disagreements']}\n",
-             "| source | n | agreement | agreement (any accepted value) | disagreements |", "|---|---|---|---|---|"]
+             "| source | n | agreement | agreement (first accepted value only) | disagreements |",
+             "|---|---|---|---|---|"]
     for source, d in summary["by_source"].items():
-        lines.append(f"| {source} | {d['n']} | {d['agreement']:.4f} | {d['agreement_any']:.4f} | {d['disagreements']} |")
+        lines.append(f"| {source} | {d['n']} | {d['agreement']:.4f} | {d['agreement_first_value']:.4f} "
+                     f"| {d['disagreements']} |")
     lines += ["", "| reason | count |", "|---|---|"]
     lines += [f"| {reason} | {count} |" for reason, count in summary["reasons"].items()]
+    lines += ["", RULES]
     (out / f"{name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return summary

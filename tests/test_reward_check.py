@@ -19,7 +19,7 @@ def test_accepts_any_uses_every_accepted_value(examples):
     other = rc._second_accepted(example)
     assert rc.accepts_any(other, example.meta["possible_answer"], example.tools)
     verdict = rc.verdicts(example, RENDER(other))
-    assert verdict["binary_any"] and not verdict["binary"]  # first-accepted ground truth only
+    assert verdict["binary"] and not verdict["binary_first"]  # the reward now sees every accepted value
 
 
 def test_accepts_any_is_order_free_and_exact_in_count(examples):
@@ -44,17 +44,26 @@ def test_differential_table_reasons(examples):
     texts = {ids[0]: RENDER(examples[ids[0]].ground_truth), ids[1]: "Sure! " + RENDER(examples[ids[1]].ground_truth),
              ids[2]: "No function fits."}
     bfcl = {ids[0]: True, ids[1]: True, ids[2]: True}
+    bfcl[ids[0]] = False  # pretend BFCL refused the exact answer: a disagreement with a reason
     table = rc.differential_table(examples, texts, bfcl).set_index("id")
-    assert table.loc[ids[0], "agree"] and table.loc[ids[2], "agree"]
-    assert not table.loc[ids[1], "agree"]
-    assert table.loc[ids[1], "reason"].startswith("our format rule is stricter")
+    assert table.loc[ids[1], "agree"] and table.loc[ids[2], "agree"]  # stray text: BFCL reads the call
+    assert not table.loc[ids[0], "agree"]
+    assert table.loc[ids[0], "reason"].startswith("our value rules are looser")
     summary = rc.agreement_summary(table.reset_index())
     assert summary["n"] == 3 and summary["disagreements"] == 1
     assert summary["agreement"] == pytest.approx(2 / 3)
 
 
+def test_undecodable_text_is_an_abstention_on_no_call_entries(examples):
+    example = examples["irrelevance_0"]
+    for text in ("<tool_call>{broken", "Calls go inside <tool_call> tags."):
+        verdict = rc.verdicts(example, text)
+        assert verdict["binary"] and not verdict["format_valid"]
+
+
 def test_explain_names_looser_value_rules():
-    row = {"category": "simple_python", "binary": True, "bfcl": False, "binary_any": True,
+    row = {"category": "simple_python", "binary": True, "bfcl": False, "binary_first": True,
            "format_valid": True, "n_calls": 1}
     assert "looser" in rc.explain(row)
     assert rc.explain({**row, "bfcl": True}) == ""
+    assert rc.explain({**row, "category": "simple_java"}).startswith("java source literal")

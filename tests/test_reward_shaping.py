@@ -35,6 +35,14 @@ def test_payout_table_shaped_variants():
     assert table["weighted, spurious call = -1"][WRONG_ARGS] == pytest.approx(-0.2)
 
 
+def test_strict_format_is_the_deliberate_deviation():
+    table = payout_table()
+    bfcl_rule, strict = table["binary (Tool-N1)"], table["binary, strict format"]
+    broken, stray = "broken format (no call is correct)", "exact call after stray text"
+    assert bfcl_rule[broken] == bfcl_rule[stray] == 1.0  # what BFCL counts as right
+    assert strict[broken] == strict[stray] == 0.0 and strict[EXACT] == strict[ABSTAIN] == 1.0
+
+
 def test_shaping_range_is_checked():
     with pytest.raises(ValueError, match="spurious_call"):
         check_shaping(Shaping(spurious_call=-2.0), "weighted")

@@ -57,7 +57,8 @@ def hermes(calls, reasoning=None):
     ("pred", "gold", "schema", "expected"),
     [
         (5, 5, {"type": "integer"}, True),
-        (5.0, 5, {"type": "integer"}, True),
+        (5.0, 5, {"type": "integer"}, False),  # BFCL's type check: an int parameter wants an int
+        (5.0, 5.0, {"type": "integer"}, True),  # unless the gold value is itself a float
         ("5", 5, {"type": "integer"}, False),
         (5.5, 5, {"type": "integer"}, False),
         (True, 1, {"type": "integer"}, False),
@@ -71,7 +72,7 @@ def hermes(calls, reasoning=None):
         (" C ", "C", {"type": "string", "enum": ["C", "F"]}, True),
         ("paris", "Paris", None, False),
         ("Paris ", "Paris", None, True),
-        ([1, 2.0], [1, 2], {"type": "array", "items": {"type": "integer"}}, True),
+        ([1, 2.0], [1, 2], {"type": "array", "items": {"type": "integer"}}, False),  # 2.0 is no int
         ([2, 1], [1, 2], {"type": "array"}, False),
         ({"a": "X"}, {"a": "x"}, {"type": "object", "properties": {"a": {"type": "string"}}}, True),
         ({"a": 1, "b": 2}, {"a": 1}, {"type": "object"}, False),
@@ -147,15 +148,55 @@ def test_no_call_expected():
     assert score(hermes(GT), [], TOOLS, scheme="fine_grained").total == 1 - 3
 
 
-def test_binary_requires_exact_multiset_and_format():
+def test_binary_requires_exact_multiset_of_decoded_calls():
     two = GT + [{"name": "convert", "arguments": {"amount": 10.0, "to": "EUR"}}]
     swapped = list(reversed(two))
     assert score(hermes(swapped), two, TOOLS, scheme="binary").total == 1
     assert score(hermes(GT), two, TOOLS, scheme="binary").total == 0
     assert score(hermes(two + GT), two, TOOLS, scheme="binary").total == 0
-    assert score("Sure: " + hermes(two), two, TOOLS, scheme="binary").total == 0  # format invalid
-    near = [{"name": "get_weather", "arguments": {"city": "paris ", "days": 3.0}}]
-    assert score(hermes(near), GT, TOOLS, scheme="binary").total == 1  # type/trim/case aware
+    near = [{"name": "get_weather", "arguments": {"city": "paris ", "days": 3}}]
+    assert score(hermes(near), GT, TOOLS, scheme="binary").total == 1  # trim/case aware
+    as_float = [{"name": "get_weather", "arguments": {"city": "Paris", "days": 3.0}}]
+    assert score(hermes(as_float), GT, TOOLS, scheme="binary").total == 0  # BFCL: 3.0 is no int
+
+
+def test_binary_judges_decoded_calls_like_bfcl():
+    """BFCL reads calls out of surrounding text, and text from which no call decodes is an
+    abstention; the format component still reports the broken wrapping."""
+    two = GT + [{"name": "convert", "arguments": {"amount": 10.0, "to": "EUR"}}]
+    stray = score("Sure: " + hermes(two), two, TOOLS, scheme="binary")
+    assert stray.total == 1 and stray.format == 0
+    for garbage in ("<tool_call>{not json", "The answer uses <tool_call> tags, one per call.",
+                    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "a", "city": "b"}}\n</tool_call>'):
+        result = score(garbage, [], TOOLS, scheme="binary")
+        assert result.total == 1 and result.format == 0 and result.n_pred == 0
+        assert score(garbage, GT, TOOLS, scheme="binary").total == 0
+    unterminated = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}'
+    assert score(unterminated, [], TOOLS, scheme="binary").total == 0  # a call decodes: spurious
+
+
+def test_accepted_lists_take_any_bfcl_value():
+    gold = [{"name": "get_weather", "arguments": {"city": "Paris"},
+             "accepted": {"city": ["Paris", "Paris, France"], "days": ["", 3]}}]
+    def total(args):
+        return score(hermes([{"name": "get_weather", "arguments": args}]), gold, TOOLS, scheme="binary").total
+    assert total({"city": "Paris"}) == total({"city": "paris, france", "days": 3}) == 1
+    assert total({"city": "Lyon"}) == total({"city": "Paris", "days": 4}) == 0
+    assert total({"city": "Paris", "unit": "c"}) == 0  # not an accepted key
+    required = [{**gold[0], "accepted": {"city": ["Paris"], "days": [3]}}]  # "" absent: must be given
+    assert score(hermes([{"name": "get_weather", "arguments": {"city": "Paris"}}]), required, TOOLS,
+                 scheme="binary").total == 0
+    weighted = score(hermes([{"name": "get_weather", "arguments": {"city": "Lyon", "days": 3}}]), gold, TOOLS)
+    assert weighted.args == pytest.approx(0.5)  # partial credit: one of two keys accepted
+
+
+def test_accepted_nested_dicts_and_lists_of_dicts():
+    from toolrl_lib.rewards.accepted import accepted_credit
+
+    accepted = {"point": [{"x": [1, 2], "y": ["", 0]}], "rows": [[{"k": ["a", "A"]}, {"k": ["b"]}]]}
+    assert accepted_credit({"point": {"x": 2}, "rows": [{"k": "a"}, {"k": "b"}]}, accepted, {}) == 1
+    assert accepted_credit({"point": {"x": 3}, "rows": [{"k": "a"}, {"k": "b"}]}, accepted, {}) == 0.5
+    assert accepted_credit({"point": {"x": 1, "z": 0}, "rows": [{"k": "b"}]}, accepted, {}) == 0
 
 
 def test_fine_grained_matches_toolrl_formula():

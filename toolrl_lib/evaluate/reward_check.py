@@ -4,31 +4,28 @@ For the same completions of BFCL single-turn entries, compare three verdicts:
 
 * ``bfcl``: BFCL's own checker (the ``correct`` column of a scored evaluation);
 * ``binary``: our training reward (``rewards.score(..., scheme="binary")``) against the
-  ground truth our loader derives from BFCL's possible answer (one accepted value per
-  argument, as training data has one answer);
-* ``binary_any``: the same parse and value rules, but each argument may take *any* value
-  BFCL accepts for it (``""`` in the list = may be omitted): what the reward would say if
-  our data carried BFCL's full answer sets.
+  ground truth with BFCL's accepted-value lists attached (``rewards.accepted``: any accepted
+  value per argument, ``""`` = may be omitted), i.e. the reward given the data BFCL has;
+* ``binary_first``: the same reward against one accepted value per argument (the ground
+  truth our loader derives, as training data has one answer): the check before the fix.
 
 ``live_relevance`` (any call is right; it enters no BFCL summary and no training data) is
-left out by ``CHECKED_CATEGORIES``. Every disagreement gets a ``reason`` (``explain``), so that one can tell a measurement
-artefact (single-answer ground truth) from a reward bug (our parse or value rules).
+left out by ``CHECKED_CATEGORIES``. Every disagreement gets a ``reason`` (``explain``), so
+that one can tell a measurement artefact from a reward bug or a deliberate deviation.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from toolrl_lib.data.example import Example
-from toolrl_lib.rewards.matching import tool_properties, values_match
+from toolrl_lib.rewards.accepted import ACCEPTED, with_accepted
+from toolrl_lib.rewards.matching import assign, tool_properties
 
-MAX_PERMUTED_CALLS = 6  # parallel answers beyond this are matched greedily
 CHECKED_CATEGORIES = ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel",
                       "parallel_multiple", "live_simple", "live_multiple", "live_parallel",
                       "live_parallel_multiple", "irrelevance", "live_irrelevance")
@@ -54,44 +51,20 @@ def _resolve(value: Any) -> Any:
     return value
 
 
-def _call_accepted(pred: dict[str, Any], gold: tuple[str, dict[str, list[Any]]],
-                   props: dict[str, dict[str, Any]]) -> bool:
-    name, accepted = gold
-    if pred.get("name") != name:
-        return False
-    arguments = pred.get("arguments") if isinstance(pred.get("arguments"), dict) else {}
-    schema = props.get(name, {})
-    if set(arguments) - set(accepted):
-        return False  # an argument BFCL's answer does not allow
-    for key, values in accepted.items():
-        if key not in arguments:
-            if "" not in values:
-                return False
-            continue
-        if not any(v != "" and values_match(arguments[key], _resolve(v), schema.get(key)) for v in values):
-            return False
-    return True
+def bfcl_gold(example: Example) -> list[dict[str, Any]]:
+    """The entry's ground truth with BFCL's accepted lists attached (what ``binary`` scores against)."""
+    return with_accepted(example.ground_truth, example.meta.get("possible_answer"))
 
 
 def accepts_any(calls: list[dict[str, Any]], possible_answer: Any, tools: list[dict[str, Any]]) -> bool:
     """Do ``calls`` equal BFCL's possible answer with any accepted value per argument
     (order-free, one-to-one)? An empty answer accepts exactly no calls."""
-    gold = _accepted_lists(possible_answer)
+    gold = [{"name": name, "arguments": {}, ACCEPTED: accepted}
+            for name, accepted in _accepted_lists(possible_answer)]
     if len(calls) != len(gold):
         return False
-    if Counter(c.get("name") for c in calls) != Counter(name for name, _ in gold):
-        return False
-    props = tool_properties(tools)
-    if len(calls) <= MAX_PERMUTED_CALLS:
-        return any(all(_call_accepted(calls[i], gold[j], props) for i, j in enumerate(order))
-                   for order in itertools.permutations(range(len(gold))))
-    left = list(range(len(gold)))
-    for call in calls:
-        match = next((j for j in left if _call_accepted(call, gold[j], props)), None)
-        if match is None:
-            return False
-        left.remove(match)
-    return True
+    pairs = assign(calls, gold, tool_properties(tools)) if gold else []
+    return len(pairs) == len(gold) and all(credit == 1.0 for _, _, credit in pairs)
 
 
 def verdicts(example: Example, text: str, family: str = "hermes") -> dict[str, Any]:
@@ -100,37 +73,36 @@ def verdicts(example: Example, text: str, family: str = "hermes") -> dict[str, A
     from toolrl_lib.rewards import score
 
     parsed = get_adapter(family).parse(text)
-    result = score(text, example.ground_truth, example.tools, scheme="binary", family=family)
     category = example.meta.get("category", "")
-    if example.meta.get("any_call_correct"):  # live_relevance: any valid call is right
-        any_ok = parsed.valid and bool(parsed.calls)
+    first = score(text, example.ground_truth, example.tools, scheme="binary", family=family).total == 1.0
+    if example.meta.get("any_call_correct"):  # live_relevance: any decoded call is right
+        binary = bool(parsed.calls)
     else:
-        any_ok = parsed.valid and accepts_any(parsed.calls, example.meta.get("possible_answer"), example.tools)
-    return {"category": category, "id": example.id, "binary": result.total == 1.0, "binary_any": any_ok,
+        binary = score(text, bfcl_gold(example), example.tools, scheme="binary", family=family).total == 1.0
+    return {"category": category, "id": example.id, "binary": binary, "binary_first": first,
             "format_valid": parsed.valid, "n_calls": len(parsed.calls), "parse_error": parsed.error}
+
+
+def _language(category: str) -> str:
+    if "javascript" in category:
+        return "javascript"
+    return "java" if "java" in category else "python"
 
 
 def explain(row: dict[str, Any]) -> str:
     """Why our binary verdict and BFCL's differ ('' when they agree)."""
     if row["binary"] == row["bfcl"]:
         return ""
-    language = "java" if "java" in row["category"] and "javascript" not in row["category"] else (
-        "javascript" if "javascript" in row["category"] else "python")
+    language = _language(row["category"])
     if row["category"] == "live_relevance":
         return "live_relevance: any call is right for BFCL; our loader has no answer there"
-    if row["bfcl"]:
-        if not row["format_valid"] and row["n_calls"]:
-            return "our format rule is stricter: BFCL reads the call out of text around it"
-        if row["binary_any"]:
-            return "BFCL accepts another value; our ground truth keeps only the first accepted one"
-        if language != "python":
-            return f"{language} source literal: BFCL's type converter accepts a spelling we compare as a string"
-        return "BFCL's checker accepts it, our value rules do not (see the row)"
     if language != "python":
-        return f"{language} source literal: our string match accepts what BFCL's converter refuses"
-    if row["binary_any"]:
-        return "our value rules are looser than BFCL's (case, whitespace or numeric type)"
-    return "our first-accepted ground truth accepts what BFCL's full checker refuses"
+        side = ("BFCL's type converter accepts a spelling we compare as a string" if row["bfcl"]
+                else "our string match accepts what BFCL's converter refuses")
+        return f"{language} source literal: {side}"
+    if row["bfcl"]:
+        return "BFCL's string rule is looser than ours (case and ' ,./-_*^' ignored in every string; see the row)"
+    return "our value rules are looser than BFCL's (e.g. ints in a list of floats; see the row)"
 
 
 def differential_table(examples: dict[str, Example], texts: dict[str, str], bfcl_correct: dict[str, bool],
@@ -143,7 +115,7 @@ def differential_table(examples: dict[str, Example], texts: dict[str, str], bfcl
         row = verdicts(examples[entry_id], texts[entry_id] or "", family)
         row["bfcl"] = bool(correct)
         row["agree"] = row["binary"] == row["bfcl"]
-        row["agree_any"] = row["binary_any"] == row["bfcl"]
+        row["agree_first"] = row["binary_first"] == row["bfcl"]
         row["reason"] = explain(row)
         row["completion"] = texts[entry_id]
         rows.append(row)
@@ -155,10 +127,10 @@ def agreement_summary(table: pd.DataFrame) -> dict[str, Any]:
     if table.empty:
         return {"n": 0}
     per_category = table.groupby("category").agg(n=("agree", "size"), agree=("agree", "mean"),
-                                                 agree_any=("agree_any", "mean"))
+                                                 agree_first=("agree_first", "mean"))
     return {
         "n": len(table), "agreement": float(table["agree"].mean()),
-        "agreement_any": float(table["agree_any"].mean()),
+        "agreement_first_value": float(table["agree_first"].mean()),
         "disagreements": int((~table["agree"]).sum()),
         "reasons": table.loc[~table["agree"], "reason"].value_counts().to_dict(),
         "per_category": per_category.reset_index().to_dict(orient="records"),

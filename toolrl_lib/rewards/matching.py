@@ -2,9 +2,9 @@
 
 Value rules (``values_match(pred, gold, schema)``), driven by the parameter's JSON Schema:
 
-* ``integer``: any JSON number with an integral value (``5`` and ``5.0`` match ``5``);
-  a string ``"5"`` does not (the model must emit the right JSON type); booleans never
-  count as numbers.
+* ``integer``: a JSON integer (``5``; BFCL's rule: ``5.0`` is a float and does not match
+  ``5`` unless the gold value is itself a float); a string ``"5"`` does not (the model
+  must emit the right JSON type); booleans never count as numbers.
 * ``number``: ints and floats, equal within relative 1e-6 (absolute 1e-9); non-finite never.
 * ``boolean``: JSON ``true``/``false`` only (not ``"true"``, not ``1``).
 * ``string``: compared after trimming and collapsing inner whitespace; case is ignored for
@@ -19,6 +19,9 @@ Value rules (``values_match(pred, gold, schema)``), driven by the parameter's JS
 Arguments (``fill_defaults``): a parameter present on one side only counts as present on
 the other with the schema's ``default`` (omitting an optional argument whose default is
 the right value is correct; spelling the default out is correct too).
+
+A gold call that carries BFCL's accepted-value lists (``accepted``) is scored against any
+accepted value per argument instead (``toolrl_lib.rewards.accepted``).
 
 Calls (``assign``): predicted and gold calls are paired one-to-one only when their names
 are equal, choosing the pairing that maximises the summed argument credit (Hungarian
@@ -52,8 +55,8 @@ def _numbers_match(pred: Any, gold: Any, integral: bool) -> bool:
         return False
     if not (math.isfinite(pred) and math.isfinite(gold)):
         return False
-    if integral and isinstance(pred, float) and not pred.is_integer():
-        return False
+    if integral and isinstance(pred, float) and not isinstance(gold, float):
+        return False  # BFCL's type check: an integer parameter wants an int
     if isinstance(pred, int) and isinstance(gold, int):
         return pred == gold
     return math.isclose(pred, gold, rel_tol=1e-6, abs_tol=1e-9)
@@ -251,7 +254,7 @@ def assign(pred_calls: list[dict], gold_calls: list[dict], tools_props: dict[str
         if pred["name"] != gold.get("name"):
             return []
         props = tools_props.get(pred["name"], {})
-        return [(0, 0, argument_credit(pred["arguments"], _gold_args(gold), props))]
+        return [(0, 0, _credit(pred["arguments"], gold, props))]
     by_name: dict[str, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
     for i, call in enumerate(pred_calls):
         by_name[call["name"]][0].append(i)
@@ -264,7 +267,7 @@ def assign(pred_calls: list[dict], gold_calls: list[dict], tools_props: dict[str
             continue
         props = tools_props.get(name, {})
         credit = [
-            [argument_credit(pred_calls[i]["arguments"], _gold_args(gold_calls[j]), props) for j in golds]
+            [_credit(pred_calls[i]["arguments"], gold_calls[j], props) for j in golds]
             for i in preds
         ]
         if len(preds) == 1 and len(golds) == 1:
@@ -283,3 +286,13 @@ def assign(pred_calls: list[dict], gold_calls: list[dict], tools_props: dict[str
 def _gold_args(call: dict) -> dict:
     arguments = call.get("arguments")
     return arguments if isinstance(arguments, dict) else {}
+
+
+def _credit(pred_args: dict, gold: dict, props: dict[str, Any]) -> float:
+    """Argument credit against a gold call: its accepted lists when it has them, else its arguments."""
+    accepted = gold.get("accepted")
+    if isinstance(accepted, dict):
+        from toolrl_lib.rewards.accepted import accepted_credit
+
+        return accepted_credit(pred_args, accepted, props)
+    return argument_credit(pred_args, _gold_args(gold), props)

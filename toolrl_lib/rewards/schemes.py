@@ -23,10 +23,14 @@ than ``parsing.MAX_CHARS``) gets every component 0 and the scheme's minimum tota
 the ground truth: otherwise an over-long ramble on a no-call example would earn name and
 argument credit for calls it "did not make".
 
-``binary`` (Tool-N1)
-    total = 1 if format = 1 and the calls equal the ground truth as a multiset (p = g, every
+``binary`` (Tool-N1's reward, judged as BFCL's AST checker judges)
+    total = 1 if the *decoded* calls equal the ground truth as a multiset (p = g, every
     gold call paired with a predicted call of the same name whose arguments all match,
-    no extra keys) else 0  ∈ [0, 1].
+    no extra keys) else 0  ∈ [0, 1]. Like BFCL, the verdict reads the calls the parser
+    decodes, whatever text surrounds them; on a no-call example, text from which no call
+    decodes (prose, or a broken call) is an abstention, as in BFCL's irrelevance checker.
+    ``reward.strict_format`` (``shaping``) is the deliberate deviation that pays a broken
+    format nothing. A gold call with ``accepted`` lists accepts any of BFCL's values.
     Reported components: format; name = 1 if the name multisets are equal; args = 1 if
     every pair's arguments match exactly and p = g; reasoning (measured, not used).
 
@@ -122,6 +126,8 @@ def normalize_calls(calls: Any) -> list[dict[str, Any]]:
                 arguments = {}
         if isinstance(name, str):
             out.append({"name": name.strip(), "arguments": arguments if isinstance(arguments, dict) else {}})
+            if isinstance(call.get("accepted"), dict):  # BFCL's accepted-value lists (rewards.accepted)
+                out[-1]["accepted"] = call["accepted"]
     return out
 
 
@@ -165,7 +171,7 @@ def _score(completion, ground_truth, tools, scheme, family, weights, context) ->
     names_equal = Counter(c["name"] for c in pred) == Counter(c["name"] for c in gold)
     if scheme == "binary":
         exact = p == g and len(pairs) == g and all(credit == 1.0 for _, _, credit in pairs)
-        total = 1.0 if (parsed.valid and exact) else 0.0
+        total = 1.0 if exact else 0.0  # BFCL's verdict: the decoded calls, not the wrapping
         return RewardBreakdown(fmt, float(names_equal), float(exact), reasoning, total, **common)
 
     # fine_grained

@@ -13,6 +13,11 @@ schemes):
 * ``args_sharp``: on prompts that want calls, every completion that is not an exact match
   earns at most what a spurious call earns, so "right name, wrong arguments" stops paying
   more than calling when one should not.
+* ``strict_format``: a completion that breaks the family format earns the scheme's minimum.
+  A deliberate deviation from BFCL, which reads calls out of surrounding text and counts
+  text from which no call decodes (prose mentioning ``<tool_call>``, a broken call) as a
+  correct abstention: with it, the binary reward stops paying a broken call on a no-call
+  prompt, at the price of measuring something stricter than BFCL.
 """
 
 from __future__ import annotations
@@ -28,10 +33,12 @@ class Shaping:
     spurious_call: float | None = None
     abstention: float | None = None
     args_sharp: bool = False
+    strict_format: bool = False
 
     @property
     def active(self) -> bool:
-        return self.spurious_call is not None or self.abstention is not None or self.args_sharp
+        return (self.spurious_call is not None or self.abstention is not None or self.args_sharp
+                or self.strict_format)
 
 
 def check_shaping(shaping: Shaping, scheme: str) -> Shaping:
@@ -56,6 +63,8 @@ def shape(result: RewardBreakdown, shaping: Shaping, spurious_default: float) ->
     if not shaping.active or result.error and result.error.startswith("scoring failure"):
         return result
     total = result.total
+    if shaping.strict_format and result.format != 1.0:
+        return replace(result, total=RANGES[result.scheme][0])
     if result.n_gold == 0:
         if result.n_pred > 0 and shaping.spurious_call is not None:
             total = shaping.spurious_call
@@ -101,6 +110,7 @@ CASES: dict[str, tuple[str, list[dict[str, Any]]]] = {
     "spurious call (no call is correct)": (_call("get_weather", {"city": "Paris"}), []),
     "correct abstention": ("None of the functions can answer this.", []),
     "broken format (no call is correct)": ("<tool_call>{not json", []),
+    "exact call after stray text": ("Sure! " + _call("get_weather", {"city": "Paris", "unit": "c"}), GOLD),
 }
 
 
@@ -133,4 +143,5 @@ VARIANTS: dict[str, tuple[str, Shaping]] = {
     "weighted, spurious call = -1": ("weighted", Shaping(spurious_call=-1.0)),
     "weighted, args-sharp": ("weighted", Shaping(args_sharp=True)),
     "weighted, spurious -1 + args-sharp": ("weighted", Shaping(spurious_call=-1.0, args_sharp=True)),
+    "binary, strict format": ("binary", Shaping(strict_format=True)),
 }
