@@ -76,10 +76,9 @@ def load_config(overrides: list[str]):
 
 
 def validation_examples(config):
-    from toolrl_lib.train.dataset import load_examples, validation_subset
+    from toolrl_lib.train.mix import validation_set
 
-    v = config.validation
-    return validation_subset(load_examples(config.data.val_files), v.num_examples, v.selection)
+    return validation_set(config)  # the one train() validates on (hard negatives included)
 
 
 # ---------------------------------------------------------------- phase: prime

@@ -9,7 +9,14 @@ import pytest
 from toolrl_lib.data.catalog import FUNCTIONS
 from toolrl_lib.data.example import KINDS
 from toolrl_lib.data.schema import JSON_TYPES, check_call
-from toolrl_lib.data.synthetic import GENERATED_KINDS, catalog_summary, generate_examples, to_raw
+from toolrl_lib.data.synthetic import (
+    GENERATED_KINDS,
+    HARD_NEGATIVES,
+    KIND_WEIGHTS,
+    catalog_summary,
+    generate_examples,
+    to_raw,
+)
 from toolrl_lib.data.toolace import toolace_row_to_examples
 from toolrl_lib.data.validate import validate_example
 from toolrl_lib.data.xlam import xlam_row_to_example
@@ -48,8 +55,9 @@ def test_generator_is_deterministic_by_seed():
 
 
 def test_every_generated_example_is_schema_valid():
-    examples = generate_examples(600, seed=3)
-    assert Counter(e.kind for e in examples).keys() == set(GENERATED_KINDS)
+    examples = generate_examples(600, seed=3, hard_negatives=0.5)
+    assert Counter(e.kind for e in examples).keys() == set(KIND_WEIGHTS)
+    assert {e.meta.get("negative") for e in examples} == {None, *HARD_NEGATIVES}
     for example in examples:
         assert example.kind in KINDS
         validate_example(example)  # raises on any invalid call
@@ -59,7 +67,7 @@ def test_every_generated_example_is_schema_valid():
             for name, prop in params["properties"].items():
                 _check_property(prop, f"{tool['name']}.{name}")
         names = {t["name"] for t in example.tools}
-        if example.kind == "irrelevance":
+        if example.kind == "irrelevance" and example.meta.get("negative") != "irrelevance_missing":
             assert example.ground_truth == [] and example.meta["target"] not in names
         if example.kind in ("parallel", "parallel_multiple"):
             assert len(example.ground_truth) >= 2
@@ -75,7 +83,26 @@ def test_queries_state_the_argument_values():
 
 @pytest.mark.parametrize("kind", GENERATED_KINDS)
 def test_kinds_filter(kind):
-    assert {e.kind for e in generate_examples(30, seed=0, kinds=[kind])} == {kind}
+    expected = "irrelevance" if kind in HARD_NEGATIVES else kind
+    assert {e.kind for e in generate_examples(30, seed=0, kinds=[kind])} == {expected}
+
+
+def test_hard_negatives_are_hard_and_leave_the_default_data_unchanged():
+    from toolrl_lib.data.catalog import BY_NAME
+
+    assert [e.to_dict() for e in generate_examples(80, seed=2)] == \
+        [e.to_dict() for e in generate_examples(80, seed=2, hard_negatives=0.0)]
+    for example in generate_examples(60, seed=4, kinds=["irrelevance_near"]):
+        names = {t["name"] for t in example.tools}
+        assert example.ground_truth == [] and example.meta["target"] not in names
+        assert {BY_NAME[n].domain for n in names} == {example.meta["domain"]}  # same-domain siblings
+    for example in generate_examples(60, seed=4, kinds=["irrelevance_missing"]):
+        target = BY_NAME[example.meta["target"]]
+        assert example.ground_truth == [] and target.name in {t["name"] for t in example.tools}
+        # the query states none of the values a call would need (its description's task only)
+        assert target.description.rstrip(".").lower()[1:] in example.query.lower()
+    with pytest.raises(ValueError, match="hard_negatives"):
+        generate_examples(3, hard_negatives=1.5)
 
 
 def test_unknown_kind_is_rejected():

@@ -3,7 +3,15 @@
 Kinds follow BFCL: ``simple`` (one tool, one call), ``multiple`` (several tools, one call),
 ``parallel`` (one tool, several calls), ``parallel_multiple`` (several tools, calls to
 different ones) and ``irrelevance`` (no offered tool fits: the answer is no call). The same
-seed always gives the same examples. ``to_raw`` emits them as raw xLAM or ToolACE rows, so
+seed always gives the same examples.
+
+Plain ``irrelevance`` offers functions from *other* domains: an easy negative. Two harder
+no-call generators (``HARD_NEGATIVES``; the examples' kind is still ``irrelevance``, the
+generator is in ``meta["negative"]``): ``irrelevance_near`` asks for a function that is absent
+while offering its same-domain siblings (near misses: a forecast for a current-weather
+question), and ``irrelevance_missing`` offers the right function but leaves its required
+arguments out of the query ("Can you convert an amount from one currency to another?"), where
+the right answer is to ask, not to call with invented values. ``to_raw`` emits them as raw xLAM or ToolACE rows, so
 the prepare pipeline reads synthetic data through the real loaders.
 """
 
@@ -17,7 +25,9 @@ from typing import Any
 from toolrl_lib.data.catalog import BY_NAME, FUNCTIONS, Function, Param
 from toolrl_lib.data.example import Example
 
-GENERATED_KINDS = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance")
+HARD_NEGATIVES = ("irrelevance_near", "irrelevance_missing")
+GENERATED_KINDS = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance", *HARD_NEGATIVES)
+MISSING_FRAMES = ("Can you {}?", "I'd like to {}.", "Please {}.", "Could you help me {}?", "I want to {}.")
 KIND_WEIGHTS = {"simple": 0.25, "multiple": 0.3, "parallel": 0.15, "parallel_multiple": 0.15,
                 "irrelevance": 0.15}
 PREFIXES = ("", "", "", "Hi! ", "Hey, ", "Quick question: ", "I need some help. ", "Hello. ")
@@ -119,6 +129,15 @@ def make_example(kind: str, rng: random.Random, example_id: str) -> Example:
         offered = rng.sample(others, rng.randint(1, 3))
         _, query = _sample_call(target, rng)
         queries = [query]
+    elif kind == "irrelevance_near":  # the needed function absent, its siblings offered
+        siblings = [f for f in FUNCTIONS if f.domain == target.domain and f.name != target.name]
+        offered = rng.sample(siblings, min(len(siblings), rng.randint(1, 3)))
+        _, query = _sample_call(target, rng)
+        queries = [query]
+    elif kind == "irrelevance_missing":  # the right function, but its required values unstated
+        offered = [target, *_distractors(FUNCTIONS, {target.name}, rng.randint(0, 2), rng)]
+        task = target.description.rstrip(".")
+        queries = [rng.choice(MISSING_FRAMES).format(task[0].lower() + task[1:])]
     else:
         raise ValueError(f"unknown kind {kind!r}; choose from {GENERATED_KINDS}")
     if kind in ("parallel", "parallel_multiple") and len(calls) < 2:
@@ -129,27 +148,39 @@ def make_example(kind: str, rng: random.Random, example_id: str) -> Example:
         text += rng.choice(JOINERS) + _lower_first(query)
     prefix = rng.choice(PREFIXES)
     text = prefix + (_lower_first(text) if prefix.endswith(", ") else text) + rng.choice(SUFFIXES)
+    meta = {"domain": target.domain, "target": target.name}
+    if kind in HARD_NEGATIVES:
+        meta["negative"] = kind
     return Example(
         id=example_id, source="synthetic",
         messages=[{"role": "user", "content": text}],
-        tools=[f.schema() for f in offered], ground_truth=calls, kind=kind,
-        meta={"domain": target.domain, "target": target.name},
+        tools=[f.schema() for f in offered], ground_truth=calls,
+        kind="irrelevance" if kind in HARD_NEGATIVES else kind, meta=meta,
     )
 
 
-def generate_examples(n: int, seed: int = 0, kinds: Sequence[str] | None = None) -> list[Example]:
+def generate_examples(n: int, seed: int = 0, kinds: Sequence[str] | None = None,
+                      hard_negatives: float = 0.0, prefix: str = "synthetic") -> list[Example]:
     """``n`` examples, deterministic in ``seed``; ``kinds`` restricts (and evenly mixes) kinds,
-    else they follow ``KIND_WEIGHTS``."""
+    else they follow ``KIND_WEIGHTS``. ``hard_negatives``: the share of ``irrelevance`` draws
+    replaced by the two hard generators (half each); 0 keeps the default data unchanged."""
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
+    if not 0.0 <= hard_negatives <= 1.0:
+        raise ValueError(f"hard_negatives must be a share in [0, 1], got {hard_negatives}")
     unknown = [k for k in kinds or () if k not in GENERATED_KINDS]
     if unknown:
         raise ValueError(f"unknown kind(s) {unknown}; choose from {GENERATED_KINDS}")
     rng = random.Random(seed)
     names = list(kinds) if kinds else list(KIND_WEIGHTS)
     weights = [1.0] * len(names) if kinds else [KIND_WEIGHTS[k] for k in names]
-    return [make_example(rng.choices(names, weights)[0], rng, f"synthetic-{seed}-{i}")
-            for i in range(n)]
+    out = []
+    for i in range(n):
+        kind = rng.choices(names, weights)[0]
+        if kind == "irrelevance" and hard_negatives and rng.random() < hard_negatives:
+            kind = rng.choice(HARD_NEGATIVES)
+        out.append(make_example(kind, rng, f"{prefix}-{seed}-{i}"))
+    return out
 
 
 def to_raw(examples: Sequence[Example], fmt: str) -> list[dict[str, Any]]:

@@ -66,6 +66,12 @@ class DataSection:
     # lets updates on call prompts raise the call rate everywhere. Factors >= 1 (2.5 = every
     # example twice, half of them a third time); priming and validation are unchanged.
     oversample_kinds: dict[str, float] | None = None
+    # Issue 18's data levers (toolrl_lib.train.mix): generated hard no-call prompts (same-domain
+    # near misses; required values missing from the query) added to the GRPO mix after
+    # oversample_kinds, and a systematic kind order so each rollout round holds every kind in its
+    # share (TRL's shuffle off). Priming and validation are unchanged by these two.
+    hard_negatives: int = 0
+    balance_kinds: bool = False
 
 
 @dataclass
@@ -77,6 +83,9 @@ class RewardSection:
     spurious_call: float | None = None  # total for a call when no call is correct
     abstention: float | None = None  # total for a correct abstention (valid plain text)
     args_sharp: bool = False  # a non-exact call on a call prompt earns <= a spurious call
+    # A broken format earns the scheme's minimum (deliberate deviation from BFCL, which reads
+    # calls around stray text and counts undecodable text on a no-call prompt as abstention).
+    strict_format: bool = False
 
 
 @dataclass
@@ -159,6 +168,7 @@ class ValidationSection:
     top_p: float = 1.0
     batch_size: int = 16
     before_training: bool = True  # also score the start model(s): the "before" numbers
+    hard_negatives: int = 0  # generated hard no-call examples added to the validation set
 
 
 @dataclass

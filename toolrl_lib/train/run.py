@@ -101,6 +101,7 @@ def grpo_args(config: RunConfig, paths: RunPaths, device: str, processes: int = 
         else:
             print("WANDB_API_KEY is set but wandb is not installed: W&B logging skipped")
     extra = {} if g.generation_batch_size is None else {"generation_batch_size": g.generation_batch_size}
+    extra["shuffle_dataset"] = not config.data.balance_kinds  # balanced: our kind order, kept
     if processes > 1:
         # Every LoRA/full-model parameter takes part in each forward: skip DDP's unused-parameter
         # search (it also breaks with gradient checkpointing).
@@ -277,10 +278,9 @@ def _train(
         BuildReport,
         grpo_rows,
         load_examples,
-        oversample_kinds,
         to_dataset,
-        validation_subset,
     )
+    from toolrl_lib.train.mix import grpo_mix, validation_set
     from toolrl_lib.train.priming import is_primed, prime, prime_in_subprocess
 
     dist = dist or Dist()
@@ -290,8 +290,7 @@ def _train(
     train_examples = load_examples(config.data.train_files, config.data.max_train_examples,
                                    seed=config.seed, shuffle=True)
     v = config.validation
-    val_examples = (validation_subset(load_examples(config.data.val_files), v.num_examples,
-                                      v.selection) if v.enabled else [])
+    val_examples = validation_set(config)
     if v.enabled and not val_examples:
         raise ValueError(f"validation is enabled but {config.data.val_files} hold no examples")
     resumed_step = checkpoint_step(checkpoint) if checkpoint else 0
@@ -340,7 +339,7 @@ def _train(
     with stage("load policy"):
         model, tokenizer = load_policy(config, base_model, backend, device)
     build = BuildReport()
-    train_examples = oversample_kinds(train_examples, config.data.oversample_kinds, config.seed)
+    train_examples = grpo_mix(train_examples, config, val_examples)
     rows = grpo_rows(train_examples, get_adapter(family), tokenizer, config.data.max_prompt_tokens,
                      enable_thinking=config.model.enable_thinking,
                      privileged=config.grpo.loss_type == "rlsd", report=build)
@@ -494,7 +493,7 @@ def _make_trainer(config, family, model, tokenizer, dataset, paths, device, call
 
         r = config.reward
         reward_funcs = make_reward_funcs(r.scheme, family, r.weights,
-                                         Shaping(r.spurious_call, r.abstention, r.args_sharp))
+                                         Shaping(r.spurious_call, r.abstention, r.args_sharp, r.strict_format))
     kwargs = dict(model=model, reward_funcs=reward_funcs, args=args, train_dataset=dataset,
                   processing_class=tokenizer, callbacks=callbacks)
     if config.grpo.rollouts == "library":
