@@ -85,7 +85,7 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def single_turn_report(archive: Path, out: Path, work: Path, score: bool = True, n_boot: int = 10_000,
-                       commands: list[str] | None = None) -> dict[str, Any]:
+                       commands: list[str] | None = None, tag: str = "") -> dict[str, Any]:
     """Extract the GPU archive, score it with BFCL's scorer, write rl_single_turn.{md,json}."""
     from rl_learning_report import extract
 
@@ -95,8 +95,9 @@ def single_turn_report(archive: Path, out: Path, work: Path, score: bool = True,
     result = build(score_entries(work, score), selection, validation_rows(work, selection["key"]), n_boot)
     result["commands"] = commands or []
     out.mkdir(parents=True, exist_ok=True)
-    (out / "rl_single_turn.json").write_text(json.dumps(result, indent=2, default=float))
+    name = f"rl_single_turn_{tag}" if tag else "rl_single_turn"  # a tag keeps an earlier session's files
+    (out / f"{name}.json").write_text(json.dumps(result, indent=2, default=float))
     text = markdown(result)
-    (out / "rl_single_turn.md").write_text(text)
+    (out / f"{name}.md").write_text(text)
     print(text)
     return result
