@@ -41,6 +41,7 @@ FAMILY = "hermes"
 I18 = ["grpo.loss_type=dapo", "data.oversample_kinds.irrelevance=3", "validation.best_metric=summary",
        "validation.every_steps=25"]
 I18_LORA = ["grpo.merged_generation=true", "grpo.generation_batch_size=512"]
+I18_HARD = ["data.oversample_kinds.irrelevance=1", "data.hard_negatives=276"]  # 138 easy + 276 hard = 3 x 138
 # name -> overrides of configs/embedded_gpu.yaml (all start from the same primed model)
 VARIANTS: dict[str, list[str]] = {
     "grpo-weighted": [],
@@ -58,6 +59,13 @@ VARIANTS: dict[str, list[str]] = {
     "i18-fine": [*I18, *I18_LORA, "reward.scheme=fine_grained"],
     "i18-sharp-fullft": [*I18, "reward.spurious_call=-1.0", "reward.args_sharp=true", "lora.enabled=false",
                          "grpo.learning_rate=5e-6"],
+    # issue 18, second session: the selected lever (binary) under the reward fixed to judge as BFCL
+    # does, its longer run, and the data levers side by side (same no-call share: hard negatives
+    # replace two of the three copies of each easy no-call prompt). Validate all of them on the
+    # same set with hard negatives: --set=validation.hard_negatives=12 for every phase (I18_SET).
+    "i18f-binary": [*I18, *I18_LORA, "reward.scheme=binary"],
+    "i18f-hardneg": [*I18, *I18_LORA, "reward.scheme=binary", *I18_HARD],
+    "i18f-hardneg-bal": [*I18, *I18_LORA, "reward.scheme=binary", *I18_HARD, "data.balance_kinds=true"],
     "rlsd-weighted": ["grpo.loss_type=rlsd", "rlsd.base_loss_type=grpo"],
     "rlsd-dapo-weighted": ["grpo.loss_type=rlsd", "rlsd.base_loss_type=dapo"],
 }
@@ -351,7 +359,7 @@ def main() -> None:
         sys.path.append(str(Path(__file__).parent))
         from rl_single_turn_report import single_turn_report
 
-        single_turn_report(Path(args.archive), Path(args.out), work, commands=args.command)
+        single_turn_report(Path(args.archive), Path(args.out), work, commands=args.command, tag=args.tag)
     else:
         sys.path.append(str(Path(__file__).parent))
         from rl_learning_report import report

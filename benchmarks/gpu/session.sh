@@ -50,6 +50,9 @@
 #      validation binary_summary@16 (never BFCL); rl_learning.tar.gz + each variant's best/ adapter
 #   report on this box: python benchmarks/rl_learning_gpu.py single-turn-report --archive rl_learning.tar.gz \
 #      --work runs/rl_single_turn --out benchmarks/results
+#   Second issue-18 session (the fixed reward, hard negatives): the same chain 1, 18, 18b with
+#   I18_VARIANTS=i18f-binary,i18f-hardneg,i18f-hardneg-bal I18_SET="validation.hard_negatives=12"
+#   (I18_SET: --set overrides for every phase, so that all models validate on one set)
 set -uo pipefail
 export PYTHONPATH=/tmp/site:$PWD TOOLRL_CACHE=/tmp/toolrl-cache HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -83,19 +86,22 @@ case "${1:?step}" in
      wait; [ -f /tmp/rl/side.log ] && grep -v "it/s]" /tmp/rl/side.log | tail -6 ;;
   18) S=${S18:-575}; mkdir -p /tmp/rl
      bash "$0" model || exit 1
-     SEL=--set=validation.best_metric=summary
-     ( python3 benchmarks/rl_learning_gpu.py bfcl --work /tmp/rl --gpus 0 --only base --out "$OUT" "$SEL" \
+     SEL=(--set=validation.best_metric=summary); for item in ${I18_SET:-}; do SEL+=("--set=$item"); done
+     ( python3 benchmarks/rl_learning_gpu.py bfcl --work /tmp/rl --gpus 0 --only base --out "$OUT" "${SEL[@]}" \
          --deadline-s "$(left $((S - 25)))"
        until [ -f /tmp/rl/start_validation.json ] || [ "$(left "$S")" -lt 90 ]; do sleep 5; done
-       python3 benchmarks/rl_learning_gpu.py bfcl --work /tmp/rl --gpus 0 --only primed --out "$OUT" "$SEL" \
+       python3 benchmarks/rl_learning_gpu.py bfcl --work /tmp/rl --gpus 0 --only primed --out "$OUT" "${SEL[@]}" \
          --deadline-s "$(left $((S - 25)))" ) > /tmp/rl/side.log 2>&1 &
-     python3 benchmarks/rl_learning_gpu.py prime --work /tmp/rl "$SEL" > /tmp/rl/prime.log 2>&1
+     python3 benchmarks/rl_learning_gpu.py prime --work /tmp/rl "${SEL[@]}" > /tmp/rl/prime.log 2>&1
      grep -v "it/s]" /tmp/rl/prime.log | tail -3
-     RL_GPUS=0 RL_VARIANTS=${I18_VARIANTS:-i18-weighted,i18-binary,i18-spurious,i18-sharp} bash "$0" train "$(left $((S - 15)))"
+     RL_GPUS=0 RL_SET="${RL_SET:-} ${I18_SET:-}" RL_VARIANTS=${I18_VARIANTS:-i18-weighted,i18-binary,i18-spurious,i18-sharp} \
+       bash "$0" train "$(left $((S - 15)))"
      wait; grep -v "it/s]" /tmp/rl/side.log | tail -4 ;;
   18b) S=${S18B:-480}
-     RL_GPUS=0 RL_VARIANTS=${I18_VARIANTS:-i18-weighted,i18-binary,i18-spurious,i18-sharp} bash "$0" train "${S18B_TRAIN:-300}"
-     python3 benchmarks/rl_learning_gpu.py bfcl --work /tmp/rl --gpus 0 --out "$OUT" --set=validation.best_metric=summary \
+     SEL=(--set=validation.best_metric=summary); for item in ${I18_SET:-}; do SEL+=("--set=$item"); done
+     RL_GPUS=0 RL_SET="${RL_SET:-} ${I18_SET:-}" RL_VARIANTS=${I18_VARIANTS:-i18-weighted,i18-binary,i18-spurious,i18-sharp} \
+       bash "$0" train "${S18B_TRAIN:-300}"
+     python3 benchmarks/rl_learning_gpu.py bfcl --work /tmp/rl --gpus 0 --out "$OUT" "${SEL[@]}" \
        --deadline-s "$(left $((S - 20)))"
      for run in /tmp/rl/runs/*/; do [ -d "$run/best" ] && tar czf "$OUT/adapter-$(basename "$run").tar.gz" -C "$run" best; done
      cat /tmp/rl/selection.json; ls -la "$OUT" ;;
