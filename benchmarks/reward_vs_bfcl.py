@@ -93,7 +93,7 @@ def write(table: pd.DataFrame, out: Path, tag: str, command: str) -> dict:
     bad.to_csv(out / f"{name}_disagreements.csv", index=False)
     lines = [f"# Our binary reward vs BFCL's AST checker ({tag or 'replay'})\n", f"`{command}`\n",
              f"Entries: {summary['n']}; agreement **{summary['agreement']:.4f}** "
-             f"(against the first accepted value only, as before the fix: {summary['agreement_first_value']:.4f}); "
+             f"(against the first accepted value only: {summary['agreement_first_value']:.4f}); "
              f"disagreements: {summary['disagreements']}\n",
              "| source | n | agreement | agreement (first accepted value only) | disagreements |",
              "|---|---|---|---|---|"]
