@@ -100,3 +100,25 @@ def test_report_pairs_each_extra_variant_with_primed_and_the_selected():
     assert ("primed", "dapo-weighted") in pairs and ("grpo", "dapo-weighted") in pairs
     assert pairs[: len(report.PAIRS)] == report.PAIRS
     assert report.pairs_for(["base", "primed", "grpo"]) == report.PAIRS
+
+
+def test_issue18_second_session_variants_load_and_keep_the_no_call_share(monkeypatch):
+    """The GPU variants' overrides pass config validation, and hard negatives replace easy copies
+    one for one (the same GRPO prompt count and no-call count as the control)."""
+    from collections import Counter
+
+    from toolrl_lib.data.example import Example
+    from toolrl_lib.data.synthetic import generate_examples
+    from toolrl_lib.train.mix import grpo_mix
+
+    monkeypatch.setattr(rl, "EXTRA", ["validation.hard_negatives=12"])
+    examples: list[Example] = generate_examples(600, seed=3)
+    easy = Counter(e.kind for e in examples)["irrelevance"]
+    counts = {}
+    for name in ("i18f-binary", "i18f-hardneg", "i18f-hardneg-bal"):
+        config = rl.load_config(rl.VARIANTS[name])
+        assert config.reward.scheme == "binary" and config.validation.hard_negatives == 12
+        config.data.hard_negatives = 2 * easy if config.data.hard_negatives else 0  # this pool's share
+        mixed = grpo_mix(examples, config)
+        counts[name] = (len(mixed), Counter(e.kind for e in mixed)["irrelevance"])
+    assert len(set(counts.values())) == 1 and counts["i18f-binary"][1] == 3 * easy
