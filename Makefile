@@ -8,9 +8,9 @@ workbook: bootstrap  ## run every notebook headless, smoke profile, offline
 	.venv/bin/toolrl workbook run --profile smoke
 
 test: bootstrap  ## lint + the whole test suite (unit tests and the notebooks in smoke mode)
-	.venv/bin/ruff check toolrl_lib tests benchmarks
+	.venv/bin/ruff check toolrl_lib tests benchmarks notebooks
 	.venv/bin/python -m pytest -m "not notebooks"
 	.venv/bin/python -m pytest -m notebooks
 
 lint:
-	.venv/bin/ruff check toolrl_lib tests benchmarks
+	.venv/bin/ruff check toolrl_lib tests benchmarks notebooks

@@ -109,3 +109,40 @@ def test_notebook_is_clean_and_parameterised(path):
 def test_whole_workbook_runs_in_smoke_profile(tmp_path):
     results = workbook.run_workbook("smoke", workdir=tmp_path / "run")
     assert [r.notebook for r in results] == [p.name for p in NOTEBOOKS]
+
+
+def _code_cells(path):
+    return [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_code_is_calls_into_the_library(path):
+    """Notebook code cells stay short and hold no function definitions or plotting code:
+    logic and figures live in toolrl_lib (the set-up cell, which installs it, excepted)."""
+    for index, cell in enumerate(_code_cells(path)):
+        lines = cell.source.splitlines()
+        where = f"{path.name} code cell {index}"
+        assert len(lines) <= 30, f"{where}: {len(lines)} lines (at most 30)"
+        tree = ast.parse(cell.source)
+        defs = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef
+                                                          | ast.ClassDef | ast.Lambda)]
+        assert not defs, f"{where}: defines {type(defs[0]).__name__} (move it into toolrl_lib)"
+        imported = {alias.name for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)
+                    for alias in n.names} | {n.module for n in ast.walk(tree)
+                                             if isinstance(n, ast.ImportFrom) and n.module}
+        assert not any(name.startswith(("matplotlib", "seaborn")) for name in imported), \
+            f"{where}: plots inline (use a toolrl_lib plotting helper)"
+
+
+def test_setup_cell_without_checkout_or_address_says_what_to_set(tmp_path):
+    """Outside a checkout and without TOOLRL_SOURCE the set-up cell installs nothing from a
+    made-up address: it stops and names the variable to set."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    work = tmp_path / "nb"
+    work.mkdir()
+    # -I -S: no site-packages, so toolrl_lib is not importable, as on a bare Colab runtime
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", SETUP_CELL], cwd=work, env=env,
+                         capture_output=True, text=True)
+    assert out.returncode != 0
+    assert "RuntimeError" in out.stderr and "TOOLRL_SOURCE" in out.stderr
+    assert "installing" not in out.stdout

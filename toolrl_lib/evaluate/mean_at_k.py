@@ -34,6 +34,16 @@ class MeanAtK:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def rates(self) -> dict[str, float]:
+        """Mean ``valid_rate`` and ``call_rate`` over the examples (the one place they are
+        averaged: training validation and notebook 05 both read them here)."""
+        out = {}
+        for name in ("valid_rate", "call_rate"):
+            values = [row[name] for row in self.per_example if name in row]
+            if values:
+                out[name] = sum(values) / len(values)
+        return out
+
 
 def score_key(scheme: str, k: int) -> str:
     return f"{scheme}_mean@{k}"

@@ -70,3 +70,15 @@ def kind_metrics(rewards: Sequence[float], kinds: Sequence[str], group_ids: Sequ
         out[f"reward/kind/{kind}"] = sum(sums[kind]) / len(sums[kind])
         out[f"frac_reward_zero_std/kind/{kind}"] = sum(flat[kind]) / len(flat[kind])
     return out
+
+
+def group_signal(rewards_by_scheme: dict[str, Sequence[float]], group_size: int) -> dict[str, dict[str, float]]:
+    """Per scheme: the share of zero-variance groups at ``group_size``, the largest |advantage|
+    with G = 1 (always 0: no signal) and the mean reward. Keys are the table's column names."""
+    return {
+        f"zero-variance groups (G={group_size})": {
+            s: zero_variance_fraction(list(r), group_size) for s, r in rewards_by_scheme.items()},
+        "max |advantage| with G=1": {
+            s: max(abs(a) for a in group_advantages(list(r), 1)) for s, r in rewards_by_scheme.items()},
+        "mean reward": {s: sum(r) / len(r) for s, r in rewards_by_scheme.items()},
+    }

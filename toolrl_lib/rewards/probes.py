@@ -141,3 +141,29 @@ def pick_by_kind(examples: list[Example], n: int) -> list[Example]:
             if queue and len(picked) < n:
                 picked.append(queue.pop(0))
     return picked
+
+
+def score_samples(examples: list[Example], prompts: list[str], completions: list[list[str]],
+                  family: str, schemes: tuple[str, ...] = SCHEMES) -> Any:
+    """A pandas DataFrame of sampled completions: one row per (example, sample) with format
+    validity, call count, each scheme's total and the weighted scheme's components (``w_*``)."""
+    import pandas as pd
+
+    from toolrl_lib.rewards.schemes import COMPONENTS
+
+    adapter = get_adapter(family)
+    rows = []
+    for example, prompt, group in zip(examples, prompts, completions, strict=True):
+        for k, text in enumerate(group):
+            parsed = adapter.parse(text)
+            row: dict[str, Any] = {"example": example.id, "kind": example.kind, "sample": k,
+                                   "valid": parsed.valid, "n_calls": len(parsed.calls),
+                                   "completion": text}
+            for scheme in schemes:
+                result = score(text, example.ground_truth, example.tools, scheme=scheme,
+                               family=family, context=prompt)
+                row[scheme] = result.total
+                if scheme == "weighted":
+                    row.update({f"w_{c}": getattr(result, c) for c in COMPONENTS})
+            rows.append(row)
+    return pd.DataFrame(rows)

@@ -50,13 +50,30 @@ def load_examples(
         path = resolve(name)
         if not path.is_file():
             raise FileNotFoundError(
-                f"training data {path} not found: run notebooks/01_data.ipynb (or `toolrl data "
+                f"training data {path} not found: run notebooks/01_data_exploration.ipynb (or `toolrl data "
                 f"prepare`) first, or point data.train_files/val_files at Example JSONL files"
             )
         examples.extend(read_jsonl(path))
     if shuffle:
         random.Random(seed).shuffle(examples)
     return examples[:limit] if limit is not None else examples
+
+
+def ensure_split(data: Path, profile: str, prepare_if_missing: bool = False) -> Path:
+    """Check that ``data`` holds ``train.jsonl`` (notebook 01's output); with
+    ``prepare_if_missing`` in the smoke profile, write synthetic smoke data there instead of
+    failing (notebook 03 on its own)."""
+    data = Path(data)
+    if (data / "train.jsonl").is_file():
+        return data
+    if prepare_if_missing and profile == "smoke":
+        from toolrl_lib.data.pipeline import prepare
+
+        print(prepare("synthetic", None, data, n=600, seed=0).to_json())
+        return data
+    raise FileNotFoundError(
+        f"{data}/train.jsonl not found: run notebooks/01_data_exploration.ipynb (profile {profile!r}) "
+        "first, or set prepare_if_missing=True to generate synthetic smoke data here")
 
 
 def validation_subset(examples: Sequence[Example], n: int, selection: str = "stratified") -> list[Example]:

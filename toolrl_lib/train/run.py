@@ -181,11 +181,7 @@ def validation_scores(
         max_new_tokens=v.max_new_tokens, temperature=v.temperature, top_p=v.top_p,
         batch_size=v.batch_size, seed=config.seed,
     )
-    scores = dict(result.scores)
-    for name in ("valid_rate", "call_rate"):
-        values = [row[name] for row in result.per_example if name in row]
-        if values:
-            scores[name] = sum(values) / len(values)
+    scores = {**result.scores, **result.rates()}
     from toolrl_lib.evaluate.mean_at_k import kind_scores
 
     scores.update(kind_scores(result.per_example, tuple(v.schemes), v.k))  # per kind + summary
