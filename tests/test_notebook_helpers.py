@@ -12,7 +12,13 @@ from toolrl_lib.prompts import get_adapter
 from toolrl_lib.rewards import SCHEMES
 from toolrl_lib.rewards import plots as reward_plots
 from toolrl_lib.rewards.groups import group_signal
-from toolrl_lib.rewards.probes import WORKED_TOOLS, hacking_probes, score_samples, score_table, worked_cases
+from toolrl_lib.rewards.probes import (
+    WORKED_TOOLS,
+    hacking_probes,
+    score_samples,
+    score_table,
+    worked_cases,
+)
 from toolrl_lib.train.dataset import ensure_split
 
 PNG = b"\x89PNG\r\n\x1a\n"
