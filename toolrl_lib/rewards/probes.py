@@ -69,7 +69,8 @@ def worked_cases(family: str = "hermes") -> list[Case]:
     return [
         Case("correct call + reasoning", render(gold), gold),
         Case("correct call, no reasoning", render(gold, None), gold),
-        Case("types/case differ (5.0, 'paris ')", render([{"name": "get_weather", "arguments": {"city": "paris ", "days": 3.0}}]), gold),
+        Case("case/space differ ('paris ')", render([{"name": "get_weather", "arguments": {"city": "paris ", "days": 3}}]), gold),
+        Case("float for an integer (3.0)", render([{"name": "get_weather", "arguments": {"city": "Paris", "days": 3.0}}]), gold),
         Case("omitted arg = schema default", render([{"name": "get_weather", "arguments": {"city": "Paris"}}]), [{"name": "get_weather", "arguments": {"city": "Paris", "days": 1}}]),
         Case("wrong value (days 4)", render([{"name": "get_weather", "arguments": {"city": "Paris", "days": 4}}]), gold),
         Case("wrong type ('3' for integer)", render([{"name": "get_weather", "arguments": {"city": "Paris", "days": "3"}}]), gold),
