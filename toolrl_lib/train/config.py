@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from toolrl_lib.config import ConfigError, apply_overrides, from_dict, load_yaml, to_dict
 from toolrl_lib.data.example import KINDS
+from toolrl_lib.envs.config import MultiTurnSection, multi_turn_violations
 
 try:  # F's module; the section is a placeholder until it exists.
     from toolrl_lib.train.rlsd import RLSDConfig
@@ -208,6 +209,8 @@ class RunConfig:
     checkpoint: CheckpointSection = field(default_factory=CheckpointSection)
     logging: LoggingSection = field(default_factory=LoggingSection)
     rlsd: RLSDConfig = field(default_factory=RLSDConfig)
+    # episodes in our tool environments instead of single-turn prompts (toolrl_lib.envs)
+    multi_turn: MultiTurnSection = field(default_factory=MultiTurnSection)
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)
@@ -366,7 +369,7 @@ def _violations(c: RunConfig, processes: int) -> list[tuple[str, Any, str]]:
     rule(c.checkpoint.save_total_limit is None or c.checkpoint.save_total_limit >= 1,
          "checkpoint.save_total_limit", c.checkpoint.save_total_limit, "must be >= 1 or null")
     rule(c.logging.logging_steps >= 1, "logging.logging_steps", c.logging.logging_steps, "must be >= 1")
-    return out
+    return out + multi_turn_violations(c)
 
 
 def _families() -> tuple[str, ...]:

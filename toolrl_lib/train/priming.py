@@ -59,9 +59,12 @@ def ensure_logprob_kernel() -> None:
 
 def prime(
     config: RunConfig, base_path: str, examples: list[Example], family: str, out_dir: str | Path,
-    device: str,
+    device: str, rows: list[dict[str, Any]] | None = None,
 ) -> Path:
-    """SFT a LoRA on ``examples`` (rendered for ``family``), merge it, save ``out_dir``."""
+    """SFT a LoRA on ``examples`` (rendered for ``family``), merge it, save ``out_dir``.
+
+    ``rows`` replaces the examples with ready SFT rows (multi-turn: pre-tokenised gold
+    transcripts, ``input_ids`` + ``completion_mask``; see ``toolrl_lib.envs.priming``)."""
     import torch
     from trl import SFTConfig, SFTTrainer
 
@@ -74,8 +77,12 @@ def prime(
     out_dir = Path(out_dir)
     tokenizer = load_tokenizer(base_path, padding_side="right")
     report = BuildReport()
-    rows = priming_rows(examples[: p.num_examples], get_adapter(family), tokenizer, p.max_length,
-                        enable_thinking=config.model.enable_thinking, report=report)
+    if rows is None:
+        rows = priming_rows(examples[: p.num_examples], get_adapter(family), tokenizer, p.max_length,
+                            enable_thinking=config.model.enable_thinking, report=report)
+    else:
+        for _ in rows:
+            report.keep("multi_turn")
     dataset = to_dataset(rows)
     torch.manual_seed(config.seed)
     model = load_model(base_path, dtype=config.model.dtype, device=device)

@@ -229,6 +229,10 @@ def train(
     from toolrl_lib.train.backend import resolve_backend, resolve_device
 
     validate(config)
+    if config.multi_turn.enabled:  # episodes in our environments (toolrl_lib.envs)
+        from toolrl_lib.envs.train import train_multi_turn
+
+        return train_multi_turn(config, out_dir, resume, callbacks, reward_funcs)
     paths = RunPaths(resolve(out_dir))
     device = resolve_device(config.device)
     dist = distributed.init(device)

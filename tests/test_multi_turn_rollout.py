@@ -1,0 +1,205 @@
+"""Multi-turn rollouts: append-only transcripts, env_mask, batched rounds, rewards, GRPO + resume."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from toolrl_lib.data.example import Example
+from toolrl_lib.envs import get_env, make_tasks
+from toolrl_lib.envs.episode import Episode, EpisodeSettings, encode, gold_replies
+from toolrl_lib.envs.rewards import EpisodeRewardScheme, episode_reward, make_episode_reward_funcs
+from toolrl_lib.envs.rollout import SamplingSettings, new_episodes, run_episodes
+from toolrl_lib.prompts import get_adapter
+
+BIG = EpisodeSettings(max_episode_tokens=8192)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from toolrl_lib.models import make_tiny_model
+
+    root = tmp_path_factory.mktemp("mt-tiny")
+    model, tokenizer = make_tiny_model(root / "model")
+    return root, model, tokenizer
+
+
+def test_multi_turn_env_mask_covers_exactly_the_injected_tokens(tiny):
+    _, _, tokenizer = tiny
+    adapter = get_adapter("hermes")
+    for task in [t for t in make_tasks("train", 20) if len(t.turns) == 2][:4]:
+        episode = Episode(get_env(task.env), task, adapter, tokenizer, BIG)
+        fed = []
+        for text in gold_replies(task, adapter):
+            tokens = encode(tokenizer, text) + [tokenizer.eos_token_id]
+            fed.append(tokens)
+            episode.feed(tokens)
+        assert episode.done and episode.result()["success"]
+        mask, ids = episode.env_mask, episode.completion_ids
+        assert len(mask) == len(ids) and set(mask) == {0, 1}
+        assert [t for t, m in zip(ids, mask, strict=True) if m] == [t for step in fed for t in step]
+        runs, current = [], []  # each contiguous run of 1s is exactly one step as fed
+        for token, bit in zip(ids, mask, strict=True):
+            if bit:
+                current.append(token)
+            elif current:
+                runs.append(current)
+                current = []
+        runs += [current] if current else []
+        assert runs == fed
+        # the injected tokens are what the template writes between turns: the transcript equals a
+        # fresh render of the whole conversation
+        convo = Example(id="x", source="env", messages=episode.messages[:-1], ground_truth=[],
+                        tools=get_env(task.env).tool_schemas(Episode(get_env(task.env), task, adapter,
+                                                                      tokenizer).session.offered))
+        expected = adapter.render_prompt(convo, tokenizer) + episode.messages[-1]["content"] + tokenizer.eos_token
+        assert tokenizer.decode(episode.context()) == expected
+        assert sum(1 - m for m in mask) > 0  # tool results / the second user turn were injected
+
+
+def test_multi_turn_rounds_are_batched_and_train_on_sampled_tokens(tiny, monkeypatch):
+    import toolrl_lib.generation as generation
+
+    _, model, tokenizer = tiny
+    calls, returned = [], {}
+    real = generation.decode_group
+
+    def spy(model, prompt_ids, k, max_new_tokens, sampler, stops, pad_id):
+        out = real(model, prompt_ids, k, max_new_tokens, sampler, stops, pad_id)
+        calls.append(len(prompt_ids))
+        for context, tokens in zip(prompt_ids, out, strict=True):
+            returned.setdefault(len(context), []).append(tokens)
+        return out
+
+    monkeypatch.setattr(generation, "decode_group", spy)
+    tasks = make_tasks("val", 6)
+    settings = EpisodeSettings(max_new_tokens=6, max_episode_tokens=64, step_limit=2)
+    episodes = new_episodes(tasks, get_adapter("hermes"), tokenizer, settings)
+    run_episodes(model, tokenizer, episodes, SamplingSettings(batch_size=16), seed=0)
+    assert all(e.done for e in episodes)
+    assert calls[0] == 6  # the first round decodes every episode in one batch
+    assert len(calls) == max(e.steps for e in episodes)  # one batched call per round
+    for e in episodes:
+        assert len(e.completion_ids) <= 64 and len(e.env_mask) == len(e.completion_ids)
+        assert sum(e.env_mask) == sum(len(s) for s in _model_runs(e))
+
+
+def _model_runs(episode):
+    runs, current = [], []
+    for token, bit in zip(episode.completion_ids, episode.env_mask, strict=True):
+        if bit:
+            current.append(token)
+        elif current:
+            runs.append(current)
+            current = []
+    return runs + ([current] if current else [])
+
+
+def test_multi_turn_reward_scheme_and_logged_components():
+    outcome = {"success": False, "call_credit": 0.5, "turns_passed": 1, "turns": 2, "steps": 4,
+               "valid_steps": 3, "forced": 0, "truncated": False, "refused": 1, "model_tokens": 9,
+               "injected_tokens": 20}
+    assert episode_reward(outcome, EpisodeRewardScheme()) == 0.0
+    assert episode_reward(outcome, EpisodeRewardScheme(1.0, 0.5, 0.5)) == pytest.approx(0.5)
+    assert episode_reward({**outcome, "success": True}, EpisodeRewardScheme(1.0, 0.0, 0.0)) == 1.0
+    logged = {}
+    (func,) = make_episode_reward_funcs(EpisodeRewardScheme(1.0, 0.2, 0.0))
+    assert func(episode=[outcome, {**outcome, "success": True, "call_credit": 1.0}],
+                log_metric=lambda k, v: logged.__setitem__(k, v)) == pytest.approx([0.1, 1.2])
+    assert logged["reward/success"] == 0.5 and logged["reward/format"] == 0.75
+    assert logged["episode/refused"] == 1.0
+    with pytest.raises(ValueError):
+        EpisodeRewardScheme(0.0, 0.0, 0.0).check()
+    with pytest.raises(ValueError, match="episode"):
+        func(completions=["x"])
+
+
+def test_multi_turn_config_rules():
+    from toolrl_lib.config import ConfigError
+    from toolrl_lib.train.config import load_run_config
+
+    ok = load_run_config(None, ["multi_turn.enabled=true", "backend=peft"])
+    assert ok.multi_turn.enabled
+    for override, needle in [("multi_turn.environments=[shop]", "unknown environment"),
+                             ("multi_turn.kinds=[easy]", "unknown task kind"),
+                             ("backend=unsloth", "peft backend only"),
+                             ("multi_turn.reward_success=0", "positive sum")]:
+        with pytest.raises(ConfigError, match=needle):
+            load_run_config(None, ["multi_turn.enabled=true", override])
+
+
+def _overrides(root: Path, **extra) -> list[str]:
+    base = {
+        "model.name": str(root / "model"), "model.family": "hermes", "device": "cpu", "backend": "peft",
+        "multi_turn.enabled": "true", "multi_turn.environments": "[bank]", "multi_turn.train_tasks": 4,
+        "multi_turn.val_tasks": 2, "multi_turn.max_new_tokens": 6, "multi_turn.max_episode_tokens": 48,
+        "multi_turn.step_limit": 2, "grpo.num_generations": 2, "grpo.per_device_train_batch_size": 4,
+        "grpo.gradient_accumulation_steps": 1, "grpo.max_completion_length": 48, "grpo.max_steps": 2,
+        "grpo.learning_rate": 0.01, "grpo.lr_scheduler_type": "constant", "lora.r": 4, "lora.alpha": 8,
+        "checkpoint.save_steps": 1, "logging.progress_bar": "false", "logging.tensorboard": "false",
+        "validation.before_training": "false",
+    }
+    base.update(extra)
+    return [f"{k}={v}" for k, v in base.items()]
+
+
+def varied_reward(prompts=None, completions=None, episode=None, **kwargs):
+    """Differs between samples (a random model never succeeds), so the update is not zero."""
+    return [float(o["model_tokens"] % 3) + o["steps"] for o in episode]
+
+
+class StopAfter:
+    def __init__(self, step: int) -> None:
+        from transformers import TrainerCallback
+
+        class _Stop(TrainerCallback):
+            def on_step_end(self, args, state, control, **kwargs):
+                if state.global_step >= step:
+                    control.should_training_stop = True
+
+        self.callback = _Stop()
+
+
+@pytest.mark.slow
+def test_multi_turn_grpo_through_rollout_func_trains_and_resumes(tiny, tmp_path, monkeypatch):
+    import pandas as pd
+    from safetensors.torch import load_file
+
+    import toolrl_lib.envs.rollout as rollout
+    from toolrl_lib.train.config import load_run_config
+    from toolrl_lib.train.run import train
+
+    root, _, _ = tiny
+    seen = []
+    real = rollout.make_rollout_func
+
+    def spying(*args, **kwargs):
+        func = real(*args, **kwargs)
+
+        def wrapped(prompts, trainer):
+            out = func(prompts, trainer)
+            seen.append((list(prompts), out))
+            return out
+
+        return wrapped
+
+    monkeypatch.setattr(rollout, "make_rollout_func", spying)
+    straight = train(load_run_config(None, _overrides(root)), tmp_path / "a", reward_funcs=[varied_reward])
+    assert len(seen) == 2 and all(len(p) == 4 and p[0] == p[1] for p, _ in seen)  # groups of 2
+    prompts, out = seen[0]
+    assert all(len(m) == len(c) for m, c in zip(out["env_mask"], out["completion_ids"], strict=True))
+    assert prompts[0].startswith("bank:") and out["episode"][0]["env"] == "bank"
+    metrics = pd.read_csv(straight / "metrics.csv")
+    assert list(metrics["step"]) == [1, 2] and "reward/success" in metrics and "episode/steps" in metrics
+    assert (straight / "episodes" / "final.jsonl").is_file()
+    paused = train(load_run_config(None, _overrides(root)), tmp_path / "b", reward_funcs=[varied_reward],
+                   callbacks=[StopAfter(1).callback])
+    assert list(pd.read_csv(paused / "metrics.csv")["step"]) == [1]
+    resumed = train(load_run_config(None, _overrides(root)), tmp_path / "b", resume=True,
+                    reward_funcs=[varied_reward])
+    a = load_file(straight / "last" / "adapter_model.safetensors")
+    b = load_file(resumed / "last" / "adapter_model.safetensors")
+    assert any(float(t.abs().max()) > 0 for k, t in a.items() if "lora_B" in k)  # it learned
+    assert all((a[k] - b[k]).abs().max().item() <= 1e-6 for k in a)
+    assert list(pd.read_csv(resumed / "metrics.csv")["step"]) == [1, 2]

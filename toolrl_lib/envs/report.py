@@ -1,0 +1,120 @@
+"""Reading a multi-turn run back: curves, episode success by stage, one transcript.
+
+Notebook 06 calls these; they read only the run directory (metrics.csv, validation.csv,
+episodes/<stage>.jsonl), so they work on a run trained elsewhere (the GPU session's).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from toolrl_lib.plotting import save_figure
+
+CURVES = (
+    ("reward components", ("reward/success", "reward/calls", "reward/turns", "reward/format", "reward")),
+    ("zero-variance groups (fraction)", ("frac_reward_zero_std",)),
+    ("tokens per episode", ("episode/model_tokens", "episode/injected_tokens")),
+    ("steps per episode / refused calls", ("episode/steps", "episode/refused", "episode/forced")),
+)
+
+
+def plot_curves(metrics: Any, out_path: str | Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
+    for ax, (title, columns) in zip(axes.flat, CURVES, strict=True):
+        for column in columns:
+            if column in metrics.columns and metrics[column].notna().any():
+                ax.plot(metrics["step"], metrics[column], marker="o", ms=3, label=column)
+        ax.set_title(title)
+        ax.set_xlabel("optimizer step")
+        if ax.lines:
+            ax.legend(fontsize=7)
+    return save_figure(fig, out_path)
+
+
+def stage_table(validation: Any) -> Any:
+    """Episode success and its components per stage (rows) -- the before/after table."""
+    keep = [c for c in validation.columns if c in ("step", "stage", "success", "turns", "calls", "format",
+                                                   "forced", "truncated") or c.startswith("success_")]
+    return validation[keep].set_index("stage")
+
+
+def plot_stages(validation: Any, out_path: str | Path) -> Path:
+    """Success per stage, overall and per task kind / environment."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = ["success", *sorted(c for c in validation.columns if c.startswith("success_"))]
+    stages = list(validation["stage"])
+    fig, ax = plt.subplots(figsize=(11, 4))
+    width = 0.8 / max(len(stages), 1)
+    for i, stage in enumerate(stages):
+        row = validation.iloc[i]
+        ax.bar([x + i * width for x in range(len(keys))], [row.get(k, 0) for k in keys], width, label=stage)
+    ax.set_xticks([x + width * (len(stages) - 1) / 2 for x in range(len(keys))],
+                  [k.replace("success_", "") for k in keys], rotation=30)
+    ax.set_ylim(0, 1)
+    ax.set_title("episode success on validation tasks, by stage")
+    ax.legend()
+    return save_figure(fig, out_path)
+
+
+def paired_success(run_dir: str | Path, a: str = "primed", b: str = "final") -> tuple[list[float], list[float]]:
+    """Per-task 0/1 success of two stages on the same validation tasks (for a paired CI)."""
+    from toolrl_lib.envs.evaluate import read_rows
+
+    rows_a = {r["task_id"]: r for r in read_rows(Path(run_dir) / "episodes" / f"{a}.jsonl")}
+    rows_b = {r["task_id"]: r for r in read_rows(Path(run_dir) / "episodes" / f"{b}.jsonl")}
+    ids = [i for i in rows_a if i in rows_b]
+    return [float(rows_a[i]["success"]) for i in ids], [float(rows_b[i]["success"]) for i in ids]
+
+
+def catalogue_table() -> Any:
+    """Every environment's tools: name, required parameters, and whether a task holds it back."""
+    import pandas as pd
+
+    from toolrl_lib.envs import env_names, get_env
+
+    rows = []
+    for name in env_names():
+        env = get_env(name)
+        held = set(env.generate(0, "missing_function").hidden)
+        for schema in env.tools:
+            rows.append({"environment": name, "tool": schema["name"], "description": schema["description"],
+                         "required": ", ".join(schema["parameters"]["required"]),
+                         "held back": schema["name"] in held})
+    return pd.DataFrame(rows)
+
+
+def scripted_outcomes(task: Any, adapter: Any, tokenizer: Any, scheme: Any) -> Any:
+    """The reward of three scripted episodes of one task: the gold steps; the gold steps with
+    every plain reply replaced by "OK." (state right, asked-for facts missing); and a model
+    that answers every turn in plain text without calling (nothing done)."""
+    import pandas as pd
+
+    from toolrl_lib.envs import get_env
+    from toolrl_lib.envs.episode import Episode, EpisodeSettings, encode, gold_replies
+    from toolrl_lib.envs.rewards import components, episode_reward
+
+    gold = gold_replies(task, adapter)
+    plain = [adapter.render_completion(s.calls, content="OK.") for t in task.turns for s in t.steps]
+    scripts = {"gold": gold, "gold calls, replies 'OK.'": plain,
+               "never calls": ["I cannot do that."] * len(task.turns)}
+    rows = []
+    for label, texts in scripts.items():
+        episode = Episode(get_env(task.env), task, adapter, tokenizer, EpisodeSettings(max_episode_tokens=8192))
+        for text in texts:
+            if episode.done:
+                break
+            episode.feed(encode(tokenizer, text) + [tokenizer.eos_token_id])
+        outcome = episode.result()
+        rows.append({"episode": label, **components(outcome), "turns passed": outcome["turns_passed"],
+                     "reward": episode_reward(outcome, scheme)})
+    return pd.DataFrame(rows).set_index("episode")

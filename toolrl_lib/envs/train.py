@@ -1,0 +1,164 @@
+"""A multi-turn GRPO run: (priming on gold episodes) -> GRPO through ``rollout_func``.
+
+Same run directory as a single-turn run (``toolrl_lib.train.run``: config.yaml,
+run_info.json, metrics.csv, validation.csv, checkpoints/, primed_model/, best/, last/),
+plus ``episodes/<stage>.jsonl``: the validation tasks' outcomes per stage (base, primed,
+final), for paired comparisons. Validation is greedy episode success on the validation
+split; best/ is last/ (no periodic validation here). Single process, peft backend.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from toolrl_lib.config import ConfigError
+from toolrl_lib.envs import make_tasks, task_key
+from toolrl_lib.envs.config import UNSLOTH_REFUSAL
+from toolrl_lib.envs.episode import EpisodeSettings
+from toolrl_lib.envs.rollout import SamplingSettings
+from toolrl_lib.train.config import RunConfig, save_run_config, validate, world_size
+
+
+def episode_settings(config: RunConfig) -> EpisodeSettings:
+    mt = config.multi_turn
+    return EpisodeSettings(step_limit=mt.step_limit, max_new_tokens=mt.max_new_tokens,
+                           max_episode_tokens=mt.max_episode_tokens)
+
+
+def sampling_settings(config: RunConfig, greedy: bool = False) -> SamplingSettings:
+    return SamplingSettings(do_sample=not greedy, temperature=config.grpo.temperature,
+                            top_p=config.grpo.top_p, batch_size=config.multi_turn.rollout_batch_size)
+
+
+def evaluate_stage(config: RunConfig, model_path: str, adapter_dir: Path | None, tasks: list[Any],
+                   family: str, device: str) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """Greedy episode success of a model loaded fresh from disk (base, or base + adapter)."""
+    from toolrl_lib.envs.evaluate import evaluate_episodes, summarise
+    from toolrl_lib.models import load_model, load_tokenizer
+    from toolrl_lib.train.backend import load_adapter_model
+    from toolrl_lib.train.callbacks import forked_rng
+
+    tokenizer = load_tokenizer(model_path)
+    if adapter_dir is None:
+        model = load_model(model_path, dtype=config.model.dtype, device=device)
+    else:
+        model = load_adapter_model(model_path, str(adapter_dir), config.model.dtype, device)
+    with forked_rng():
+        rows, _ = evaluate_episodes(model, tokenizer, tasks, family, episode_settings(config),
+                                    sampling_settings(config, greedy=True), seed=config.seed)
+    del model
+    return summarise(rows), rows
+
+
+def train_multi_turn(config: RunConfig, out_dir: str | Path, resume: bool = False,
+                     callbacks: list[Any] | None = None, reward_funcs: list[Any] | None = None) -> Path:
+    """Run priming (optional) and multi-turn GRPO; return the run directory."""
+    from toolrl_lib.envs.evaluate import write_rows
+    from toolrl_lib.models import load_tokenizer, resolve_model
+    from toolrl_lib.paths import resolve
+    from toolrl_lib.train import callbacks as cb
+    from toolrl_lib.train.backend import load_policy, resolve_device
+    from toolrl_lib.train.priming import is_primed, prime
+    from toolrl_lib.train.run import RunPaths, _prepare_run_dir, resolve_family, write_json
+
+    validate(config)
+    if config.backend == "unsloth":
+        raise ConfigError(UNSLOTH_REFUSAL)
+    if world_size() > 1:
+        raise ConfigError("multi-turn runs are single-process for now; launch without --num-gpus")
+    paths = RunPaths(resolve(out_dir))
+    device = resolve_device(config.device)
+    checkpoint = _prepare_run_dir(paths, resume)
+    save_run_config(config, paths.config)
+    mt, v = config.multi_turn, config.validation
+    start_model = resolve_model(config.model.name)
+    family = resolve_family(config, load_tokenizer(start_model))
+    train_tasks = make_tasks("train", mt.train_tasks, mt.environments, mt.kinds)
+    val_tasks = make_tasks("val", mt.val_tasks, mt.environments, mt.kinds) if v.enabled else []
+    resumed_step = int(checkpoint.name.split("-")[-1]) if checkpoint else 0
+    val_log = cb.ValidationCallback(lambda m: {}, paths.validation, 0, "success", lambda *a: None,
+                                    cb.trim_rows(paths.validation, resumed_step) if checkpoint else [])
+    before = bool(val_tasks) and v.before_training and checkpoint is None
+
+    def stage(name: str, model_path: str, adapter: Path | None, step: int) -> None:
+        t0 = time.perf_counter()
+        scores, rows = evaluate_stage(config, model_path, adapter, val_tasks, family, device)
+        val_log.record(step, name, scores, time.perf_counter() - t0)
+        write_rows(paths.root / "episodes" / f"{name}.jsonl", rows)
+        print(f"  {name}: episode success {scores.get('success', 0):.3f} on {len(rows)} validation tasks")
+
+    base_model = str(paths.primed_model) if config.priming.enabled else start_model
+    if before and (mt.eval_base or not config.priming.enabled):
+        stage("base", start_model, None, 0)
+    if config.priming.enabled and not is_primed(paths.primed_model):
+        from toolrl_lib.envs.priming import gold_transcript_rows
+        from toolrl_lib.prompts import get_adapter
+
+        rows, report = gold_transcript_rows(train_tasks[: mt.priming_episodes], get_adapter(family),
+                                            load_tokenizer(start_model), episode_settings(config),
+                                            config.priming.max_length)
+        if not rows:
+            raise ConfigError(f"priming: no gold episode fits ({report}); raise multi_turn.max_episode_tokens "
+                              f"({mt.max_episode_tokens}) or priming.max_length ({config.priming.max_length})")
+        print(f"priming: {config.priming.max_steps} SFT steps on {report['kept']} gold episodes ({report})")
+        prime(config, start_model, [], family, paths.primed_model, device, rows=rows)
+    if config.priming.enabled and before:
+        stage("primed", base_model, None, 0)
+    write_json(paths.run_info, {"base_model": base_model, "model_name": config.model.name, "family": family,
+                                "backend": "peft", "seed": config.seed, "primed": config.priming.enabled,
+                                "lora": config.lora.enabled, "multi_turn": True, "processes": 1})
+    model, tokenizer = load_policy(config, base_model, "peft", device)
+    trainer = _make_trainer(config, family, model, tokenizer, train_tasks, paths, device,
+                            list(callbacks or []), reward_funcs, checkpoint)
+    _finish(trainer, tokenizer, paths, checkpoint)
+    step = trainer.state.global_step
+    del trainer, model
+    if val_tasks:
+        stage("final", base_model, paths.last, step)
+    from toolrl_lib.train.run import _copy_dir
+
+    _copy_dir(paths.last, paths.best)
+    return paths.root
+
+
+def _make_trainer(config, family, model, tokenizer, tasks, paths, device, extra_callbacks,
+                  reward_funcs, checkpoint) -> Any:
+    from datasets import Dataset
+    from trl import GRPOTrainer
+
+    from toolrl_lib.envs.rewards import EpisodeRewardScheme, make_episode_reward_funcs
+    from toolrl_lib.envs.rollout import make_rollout_func
+    from toolrl_lib.train import callbacks as cb
+    from toolrl_lib.train.priming import ensure_logprob_kernel
+    from toolrl_lib.train.run import _tensorboard_callback, grpo_args
+
+    ensure_logprob_kernel()
+    mt = config.multi_turn
+    resumed = int(checkpoint.name.split("-")[-1]) if checkpoint else 0
+    rows = cb.trim_rows(paths.metrics, resumed) if checkpoint else []
+    callbacks = [cb.MetricsCSVCallback(paths.metrics, rows), cb.NaNStopCallback(), *extra_callbacks]
+    if config.logging.tensorboard:
+        callbacks.append(_tensorboard_callback(paths.tensorboard))
+    if reward_funcs is None:
+        scheme = EpisodeRewardScheme(mt.reward_success, mt.reward_calls, mt.reward_turns)
+        reward_funcs = make_episode_reward_funcs(scheme)
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental
+    dataset = Dataset.from_list([{"prompt": task_key(t), "task_id": t.id} for t in tasks])
+    return GRPOTrainer(model=model, reward_funcs=reward_funcs, args=grpo_args(config, paths, device),
+                       train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks,
+                       rollout_func=make_rollout_func(family, episode_settings(config), sampling_settings(config)))
+
+
+def _finish(trainer: Any, tokenizer: Any, paths: Any, checkpoint: Path | None) -> None:
+    from toolrl_lib.train.distributed import Dist
+    from toolrl_lib.train.run import TrainingStopped, _run_trainer, latest_checkpoint, save_last
+
+    _run_trainer(trainer, checkpoint, paths)
+    nan = next((c for c in trainer.callback_handler.callbacks if hasattr(c, "bad_step")), None)
+    if nan is not None and nan.bad_step is not None:
+        raise TrainingStopped(f"loss became NaN/inf at step {nan.bad_step}; lower grpo.learning_rate, then "
+                              f"--resume from {latest_checkpoint(paths.checkpoints) or 'the start'}")
+    save_last(trainer, tokenizer, paths.last, Dist())
