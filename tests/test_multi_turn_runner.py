@@ -162,3 +162,36 @@ def test_cli_writes_bfcl_result_and_score_files(tmp_path, tiny_model_dir):
     assert "multi_turn:inference_error" in table  # the tiny model's window is 4096 tokens
     run = json.loads((out / "run.json").read_text())
     assert "multi_turn" in run["aggregates"]["overall"]["parts_missing"]  # 1 of 4 categories ran
+
+
+def test_prefix_cache_path_matches_batched_generate(tmp_path, tiny_model_dir):
+    """On a CPU each episode keeps its cache between steps; the generations are the same as
+    with a full pre-fill per step, and the timing per episode is recorded."""
+    from toolrl_lib.evaluate.backends import load_for_eval
+
+    loaded = load_for_eval(str(tiny_model_dir), backend="hf", max_new_tokens=4)
+    rows = {}
+    for cached in (True, False):
+        settings = MultiTurnSettings(max_new_tokens=4, window=0, compact=True, step_limit=1, prefix_cache=cached)
+        out = tmp_path / str(cached)
+        generate_multi_turn_pending(loaded, out, ["multi_turn_base"], "hermes", 1, settings)
+        rows[cached] = results.read_results(generations_file(out, "multi_turn_base"))[0]
+    assert rows[True]["raw"] == rows[False]["raw"] and rows[True]["result"] == rows[False]["result"]
+    assert rows[True]["steps"] >= len(load_bfcl_entries("multi_turn_base")[0]["question"])
+    assert rows[True]["generate_seconds"] > 0
+
+
+@pytest.mark.slow
+def test_cli_generates_multi_turn_and_writes_result_and_score_files(tmp_path, tiny_model_dir):
+    """The acceptance command's path with real generation (the tiny model; no window check)."""
+    from toolrl_lib.cli import main
+
+    out = tmp_path / "eval"
+    assert main(["eval", "bfcl", "--model", str(tiny_model_dir), "--categories", "multi_turn_base",
+                 "--limit", "1", "--out", str(out), "--label", "tiny", "--window", "0", "--compact-docs",
+                 "--multi-turn-max-new-tokens", "4", "--multi-turn-step-limit", "1"]) == 0
+    row = results.read_results(results.result_file(out, "tiny", "multi_turn_base"))[0]
+    assert isinstance(row["result"], list) and row["raw"][0]  # generated, not an inference error
+    header = json.loads(results.score_file(out, "tiny", "multi_turn_base").read_text().splitlines()[0])
+    assert header["total_count"] == 1
+    assert json.loads((out / "generation_multi_turn.json").read_text())["step_limit"] == 1

@@ -44,6 +44,7 @@ class LoadedModel:
     tokenizer: Any
     complete: Generator
     backend: str
+    model: Any = None  # the transformers model behind ``complete`` (hf backend; None otherwise)
 
 
 def load_for_eval(
@@ -80,7 +81,7 @@ def load_for_eval(
         )
         return [o[0] for o in outs]
 
-    return LoadedModel(tokenizer, complete, "hf")
+    return LoadedModel(tokenizer, complete, "hf", hf_model)
 
 
 def adapter_base(model: str) -> str | None:

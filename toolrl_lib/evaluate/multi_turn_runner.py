@@ -28,6 +28,7 @@ into chunks by ``plan_chunks``). Finished entries are appended to
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,10 @@ class MultiTurnSettings:
     compact: bool = False
     step_limit: int = MAXIMUM_STEP_LIMIT
     call_timeout: float = 10.0
+    # Keep each episode's key/value cache between steps and pre-fill only what is new
+    # (``multi_turn_decode``): None = on a CPU with the hf backend, else batched ``generate``.
+    # Not part of the cache key: greedy tokens are the same either way.
+    prefix_cache: bool | None = None
 
     def key(self, model: str, family: str) -> dict[str, Any]:
         return {"model": str(model), "family": family, "max_new_tokens": self.max_new_tokens,
@@ -83,6 +88,7 @@ class Episode:
     valid_steps: int = 0
     steps: int = 0
     max_prompt_tokens: int = 0
+    seconds: float = 0.0  # generation time, this episode's share of each batch (by prompt tokens)
     force_terminated: bool = False
     error: str | None = None
     done: bool = False
@@ -119,6 +125,7 @@ class Episode:
             "force_terminated": self.force_terminated,
             "inference_error": self.error,
             "max_prompt_tokens": self.max_prompt_tokens,
+            "generate_seconds": round(self.seconds, 3),
         }
 
 
@@ -206,6 +213,7 @@ def generate_multi_turn_pending(
     if callable(loaded) and not hasattr(loaded, "complete"):
         loaded = loaded()
     tokenizer, adapter = loaded.tokenizer, get_adapter(family)
+    cached = _prefix_cache(loaded, settings)
     bar = _bar(len(todo), progress)
     with EnvPool(call_timeout=settings.call_timeout) as pool:
         live = [new_episode(entry, category, pool, settings.compact) for category, entry in todo]
@@ -221,17 +229,28 @@ def generate_multi_turn_pending(
                 else:
                     prompts.append((tokens, text, episode))
             prompts.sort(key=lambda item: item[0])
-            spans = plan_chunks([n for n, _, _ in prompts], chunk, max_batch_tokens, settings.max_new_tokens)
+            if cached is not None:
+                spans = [(i, i + 1) for i in range(len(prompts))]
+            else:
+                spans = plan_chunks([n for n, _, _ in prompts], chunk, max_batch_tokens, settings.max_new_tokens)
             for start, stop in spans:
                 part = prompts[start:stop]
-                texts = loaded.complete([text for _, text, _ in part])
-                for (_, _, episode), reply in zip(part, texts, strict=True):
+                began = time.perf_counter()
+                if cached is not None:
+                    texts = [cached.complete_one(part[0][2].key, part[0][1])]
+                else:
+                    texts = loaded.complete([text for _, text, _ in part])
+                elapsed, total = time.perf_counter() - began, sum(n for n, _, _ in part)
+                for (tokens, _, episode), reply in zip(part, texts, strict=True):
+                    episode.seconds += elapsed * tokens / max(1, total)
                     take_step(episode, reply, adapter, pool, settings.step_limit)
             still = []
             for episode in live:
                 if episode.done:
                     results.append_results(generations_file(out, episode.category), [episode.row()])
                     pool.close(episode.key)
+                    if cached is not None:
+                        cached.drop(episode.key)
                     if bar is not None:
                         bar.update(1)
                 else:
@@ -240,6 +259,22 @@ def generate_multi_turn_pending(
     if bar is not None:
         bar.close()
     return len(todo)
+
+
+def _prefix_cache(loaded: Any, settings: MultiTurnSettings) -> Any:
+    """A ``PrefixCache`` over the loaded transformers model when ``settings`` asks for one
+    (None: when the model runs on a CPU), else None (batched ``complete``)."""
+    model = getattr(loaded, "model", None)
+    wanted = settings.prefix_cache
+    if wanted is None:
+        wanted = model is not None and next(model.parameters()).device.type == "cpu"
+    if not wanted:
+        return None
+    if model is None:
+        raise ValueError("prefix_cache=True needs the hf backend (a transformers model)")
+    from toolrl_lib.evaluate.multi_turn_decode import PrefixCache
+
+    return PrefixCache(model, loaded.tokenizer, settings.max_new_tokens)
 
 
 def check_multi_turn_settings(out: Path, settings: dict[str, Any], categories: list[str]) -> None:
