@@ -1,100 +1,236 @@
 """BFCL v4 multi-turn: accuracy per category (bootstrap CI), turns passed, share over the
 window, force-terminations and seconds per category, for one or more models.
 
-    # GPU, all 800 entries, base and primed embedded model:
-    python benchmarks/bfcl_multi_turn.py --model base=embedded --model primed=runs/<run>/priming/final \\
-        --max-new-tokens 512 --batch-size 200
-    # CPU check of the script itself (writes to a scratch folder unless --out is given):
-    python benchmarks/bfcl_multi_turn.py --limit 1 --max-new-tokens 16 --out /tmp/bfcl_mt
+Two phases, because the GPU host has no BFCL scorer venv:
 
-Each model's categories run one after the other (generation is batched across the entries
-of a category), so the seconds are per category; the evaluation folders stay under
-``--work`` (resumable). Writes ``<out>/bfcl_multi_turn.json`` and ``.md`` with the command.
+    # GPU host (generate only; models side by side on the one GPU, resumable; packs
+    # $OUT/bfcl_multi_turn.tar.gz with the generations and result files):
+    python benchmarks/bfcl_multi_turn.py generate --model base=embedded \\
+        --model primed=/tmp/rl/primed_model --work /tmp/mt --pack $OUT --deadline-s 540
+    # here (sanitise + BFCL's official checker, tables):
+    python benchmarks/bfcl_multi_turn.py report --archive bfcl_multi_turn.tar.gz \\
+        --work runs/bfcl_multi_turn --out benchmarks/results --command "..."
+
+``all`` runs both here (a CPU check: ``all --limit 1 --max-new-tokens 16 --out /tmp/x``).
+All four categories of a model run in one batched loop (one generate per step for every
+live episode); the seconds per category are each episode's share of the batches it was in,
+by prompt tokens (``generate_seconds`` of its generation line), summed per category.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import platform
+import os
+import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
+from typing import Any
 
 from toolrl_lib.data.bfcl import MULTI_TURN
-from toolrl_lib.evaluate.multi_turn_runner import MultiTurnSettings
-from toolrl_lib.evaluate.runner import evaluate_bfcl
 from toolrl_lib.paths import project_root
 
 
-def run_model(label: str, model: str, work: Path, args: argparse.Namespace) -> list[dict]:
-    """Evaluate one model category by category; one row per category."""
-    settings = MultiTurnSettings(max_new_tokens=args.max_new_tokens, window=args.window,
-                                 compact=args.compact_docs)
-    folder = work / label
-    seconds = {}
-    for category in args.categories:
-        start = time.perf_counter()
-        evaluate_bfcl(model, folder, family=args.family, label=label, categories=[category],
-                      limit=args.limit, batch_size=args.batch_size, backend=args.backend,
-                      multi_turn=settings, run_scorer=False, progress=True)  # fmt: skip
-        seconds[category] = time.perf_counter() - start
-    run = evaluate_bfcl(model, folder, family=args.family, label=label, categories=args.categories,
-                        limit=args.limit, batch_size=args.batch_size, backend=args.backend,
-                        multi_turn=settings, generate=False)  # fmt: skip
-    turns = {row["category"]: row for row in run.aggregates.get("multi_turn", [])}
+def generate_command(label: str, model: str, work: Path, args: argparse.Namespace) -> list[str]:
+    cmd = [sys.executable, "-m", "toolrl_lib.cli", "eval", "bfcl", "--model", model, "--label", label,
+           "--format", args.family, "--categories", ",".join(args.categories), "--out", str(work / label),
+           "--no-score", "--batch-size", str(args.batch_size), "--backend", args.backend,
+           "--dtype", args.dtype, "--multi-turn-max-new-tokens", str(args.max_new_tokens)]  # fmt: skip
+    if args.limit:
+        cmd += ["--limit", str(args.limit)]
+    if args.max_batch_tokens:
+        cmd += ["--max-batch-tokens", str(args.max_batch_tokens)]
+    if args.window is not None:
+        cmd += ["--window", str(args.window)]
+    if args.compact_docs:
+        cmd += ["--compact-docs"]
+    return cmd
+
+
+def phase_generate(models: list[tuple[str, str]], work: Path, args: argparse.Namespace) -> None:
+    """Every model's generation at once (one process each), killed at ``--deadline-s``; a
+    model whose process finished writes ``<label>/timing.json``. Re-running resumes."""
+    work.mkdir(parents=True, exist_ok=True)
+    procs = {}
+    start = time.perf_counter()
+    for label, model in models:
+        if (work / label / "timing.json").is_file():
+            print(f"{label}: already generated, skipped", flush=True)
+            continue
+        log = open(work / f"{label}.log", "a")  # noqa: SIM115 - closed below
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        procs[label] = (subprocess.Popen(generate_command(label, model, work, args), env=env, stdout=log,
+                                         stderr=subprocess.STDOUT), log, time.perf_counter())  # fmt: skip
+    while procs:
+        for label, (proc, log, began) in list(procs.items()):
+            if proc.poll() is None and time.perf_counter() - start < args.deadline_s:
+                continue
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+                print(f"{label}: killed at the deadline (resumable: run generate again)", flush=True)
+            else:
+                seconds = time.perf_counter() - began
+                print(f"{label}: exit {proc.returncode} after {seconds:.0f} s", flush=True)
+                if proc.returncode == 0:
+                    (work / label / "timing.json").write_text(json.dumps(
+                        {"wall_seconds": round(seconds, 1), "device": device_name(),
+                         "concurrent_models": len(models)}))  # fmt: skip
+            log.close()
+            del procs[label]
+        time.sleep(1.0)
+    if args.pack:
+        pack(work, Path(args.pack) / "bfcl_multi_turn.tar.gz")
+
+
+def device_name() -> str:
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU"
+
+
+def pack(work: Path, archive: Path) -> None:
+    """Settings, logs, generations and result files (no weights); well under 19 MB."""
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive, "w:gz") as tar:
+        for path in sorted(work.rglob("*")):
+            if path.is_file() and path.suffix in {".json", ".jsonl", ".log"}:
+                tar.add(path, arcname=str(path.relative_to(work)))
+    print(f"packed {archive} ({archive.stat().st_size / 1e6:.1f} MB)", flush=True)
+
+
+def unpack(archive: Path, work: Path) -> None:
+    work.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(work, filter="data")
+
+
+def category_rows(label: str, folder: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Score one model's folder (sanitiser first) and tabulate it per category."""
+    import pandas as pd
+
+    from toolrl_lib.evaluate import bfcl_results as results
+    from toolrl_lib.evaluate.multi_turn_report import multi_turn_summary
+    from toolrl_lib.evaluate.rescore import score_folder
+    from toolrl_lib.evaluate.runner import generations_file
+
+    scored = score_folder(folder)
+    table = pd.read_csv(folder / "multi_turn.csv")
+    turns = {r["category"]: r for r in multi_turn_summary(table).to_dict(orient="records")}
     rows = []
-    for row in run.summary:
-        extra = turns.get(row["category"], {})
+    for row in scored.summary:
+        category = row["category"]
+        lines = results.read_results(generations_file(folder, category))
+        wanted = set(table.loc[table["category"] == category, "id"].astype(str))
+        lines = [r for r in lines if str(r["id"]) in wanted]
+        extra = turns.get(category, {})
         rows.append({
-            "model": label, "category": row["category"], "n": row["n"], "accuracy": row["accuracy"],
-            "ci_low": row.get("ci_low"), "ci_high": row.get("ci_high"),
+            "model": label, "category": category, "n": row["n"], "correct": row.get("correct"),
+            "accuracy": row["accuracy"], "ci_low": row.get("ci_low"), "ci_high": row.get("ci_high"),
             "turns_passed_share": extra.get("turns_passed_share"),
             "over_window_share": extra.get("inference_errors", 0) / max(1, row["n"]),
             "force_terminated": extra.get("force_terminated"),
             "calls_per_entry": extra.get("calls_per_entry"),
-            "seconds": round(seconds[row["category"]], 1),
+            "steps_per_entry": sum(r.get("steps", 0) for r in lines) / max(1, len(lines)),
+            "seconds": round(sum(float(r.get("generate_seconds") or 0) for r in lines), 1),
         })  # fmt: skip
-    return rows
+    return rows, scored.overall
 
 
-def to_markdown(rows: list[dict], command: str, meta: dict) -> str:
-    lines = [
-        "# BFCL v4 multi-turn (official checker, our executor and loop)", "",
-        f"Command: `{command}`", "",
-        f"Machine: {meta['machine']}; step budget {meta['max_new_tokens']} new tokens; "
-        f"window {meta['window'] or 'the model config'}; compact docs: {meta['compact_docs']}; "
-        f"entries per category: {meta['limit'] or 'all'}.", "",
-        "| model | category | n | accuracy [95% CI] | turns passed | over window | force-terminated | calls/entry | seconds |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for r in rows:
-        ci = f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if r["ci_low"] is not None else ""
-        turns = "n/a" if r["turns_passed_share"] is None or r["turns_passed_share"] != r["turns_passed_share"] \
-            else f"{r['turns_passed_share']:.3f}"
-        lines.append(f"| {r['model']} | {r['category']} | {r['n']} | {r['accuracy']:.3f} {ci} | {turns} | "
-                     f"{r['over_window_share']:.3f} | {r['force_terminated']} | {r['calls_per_entry']:.2f} | "
-                     f"{r['seconds']} |")
-    lines += ["", "Turns passed: the share of an entry's turns before the turn BFCL's checker failed it "
-              "(mean over entries the checker reached). Over window: entries recorded as BFCL inference "
-              "errors because prompt + step budget exceeded the window.", ""]
-    return "\n".join(lines)
+def phase_report(work: Path, out: Path, commands: list[str], prefix: str = "bfcl_multi_turn") -> dict:
+    from toolrl_lib.evaluate.analysis import compare_dirs
+
+    labels = sorted(p.name for p in work.iterdir() if (p / "result").is_dir())
+    if not labels:
+        raise SystemExit(f"no model folders with result files under {work}")
+    rows, overall, meta = [], {}, {}
+    for label in labels:
+        folder = work / label
+        model_rows, overall[label] = category_rows(label, folder)
+        rows += model_rows
+        settings = json.loads((folder / "generation_multi_turn.json").read_text())
+        timing = json.loads((folder / "timing.json").read_text()) if (folder / "timing.json").is_file() else {}
+        meta[label] = {"settings": settings, **timing}
+    comparisons = []
+    if "base" in labels:
+        for label in [x for x in labels if x != "base"]:
+            table = compare_dirs(work / "base", work / label)
+            comparisons += [{"a": "base", "b": label, **r} for r in table.to_dict(orient="records")]
+    report = {"commands": commands, "models": meta, "rows": rows, "overall": overall,
+              "comparisons": comparisons}  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{prefix}.json").write_text(json.dumps(report, indent=2, default=str))
+    (out / f"{prefix}.md").write_text(to_markdown(report))
+    print(to_markdown(report))
+    return report
+
+
+def _f(value: Any, digits: int = 3) -> str:
+    if value is None or value != value:
+        return "n/a"
+    return f"{value:.{digits}f}"
+
+
+def to_markdown(report: dict) -> str:
+    lines = ["# BFCL v4 multi-turn (BFCL's official checker; our loop and executor)", ""]
+    for label, meta in report["models"].items():
+        s = meta["settings"]
+        lines.append(f"- **{label}**: `{s['model']}`, family {s['family']}, step budget {s['max_new_tokens']} "
+                     f"new tokens, window {s['window']}, compact docs {s['compact']}, step limit "
+                     f"{s['step_limit']}; generation wall time {meta.get('wall_seconds', 'n/a')} s on "
+                     f"{meta.get('device', 'n/a')} ({meta.get('concurrent_models', 1)} models side by side)")
+    lines += ["", "| model | category | n | accuracy [95% CI] | turns passed | over window | force-terminated "
+              "| steps/entry | calls/entry | seconds |", "|" + " --- |" * 10]
+    for r in report["rows"]:
+        lines.append(f"| {r['model']} | {r['category']} | {r['n']} | {_f(r['accuracy'])} "
+                     f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}] | {_f(r['turns_passed_share'])} | "
+                     f"{_f(r['over_window_share'])} | {r['force_terminated']} | {_f(r['steps_per_entry'], 2)} | "
+                     f"{_f(r['calls_per_entry'], 2)} | {r['seconds']} |")
+    lines += ["", "BFCL Overall, computed with BFCL's weights over the parts that ran completely:", ""]
+    for label, o in report["overall"].items():
+        value = o["overall_over_parts_run"]
+        lines.append(f"- {label}: {_f(value, 4)} over {', '.join(o['parts_run']) or 'no part'} "
+                     f"({o['weight_share_run']:.0%} of BFCL's weight; multi-turn part "
+                     f"{_f(o['parts'].get('multi_turn'), 4)}); BFCL's own Overall with the missing parts as 0: "
+                     f"{_f(o['bfcl_overall_missing_as_zero'], 4)}; not run: {', '.join(o['categories_missing'])}")
+    if report["comparisons"]:
+        lines += ["", "Paired differences (B - A, paired bootstrap 95% CI, exact McNemar):", "",
+                  "| A | B | category | n | diff | 95% CI | McNemar p |", "|" + " --- |" * 7]
+        for c in report["comparisons"]:
+            lines.append(f"| {c['a']} | {c['b']} | {c.get('category')} | {c.get('n')} | {_f(c.get('diff'), 4)} | "
+                         f"[{_f(c.get('ci_low'), 4)}, {_f(c.get('ci_high'), 4)}] | {_f(c.get('mcnemar_p'), 4)} |")
+    lines += ["", "Turns passed: the mean share of an entry's turns before the turn BFCL's checker failed it "
+              "(entries the checker reached). Over window: entries recorded as BFCL inference errors because "
+              "prompt + step budget exceeded the model's window. Seconds: each episode's share (by prompt "
+              "tokens) of the generation batches it was in, summed per category; the models ran side by "
+              "side on one GPU, so they share it.", "", "Commands, in order:", ""]
+    lines += [f"- `{c}`" for c in report["commands"]]
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", action="append", default=None,
-                        help="LABEL=PATH (repeatable; default base=embedded)")
+    parser.add_argument("phase", choices=("generate", "report", "all"))
+    parser.add_argument("--model", action="append", default=None, help="LABEL=PATH (repeatable; default base=embedded)")
     parser.add_argument("--family", default="hermes")
     parser.add_argument("--categories", default=",".join(MULTI_TURN))
     parser.add_argument("--limit", type=int, default=None, help="first N entries per category")
-    parser.add_argument("--max-new-tokens", type=int, default=512)
-    parser.add_argument("--window", type=int, default=None)
+    parser.add_argument("--max-new-tokens", type=int, default=256, help="token budget of one step")
+    parser.add_argument("--window", type=int, default=None, help="default: the model's own")
     parser.add_argument("--compact-docs", action="store_true")
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=int, default=256, help="episodes per generate call")
+    parser.add_argument("--max-batch-tokens", type=int, default=None,
+                        help="cap on episodes x (longest prompt + budget) tokens per generate call")
     parser.add_argument("--backend", default="auto")
+    parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--deadline-s", type=float, default=540, help="generate: kill what still runs after this")
+    parser.add_argument("--pack", default=None, help="generate: write bfcl_multi_turn.tar.gz into this folder")
+    parser.add_argument("--archive", default=None, help="report: the tar.gz that generate packed")
     parser.add_argument("--work", default=str(project_root() / "runs" / "bfcl_multi_turn"))
     parser.add_argument("--out", default=str(project_root() / "benchmarks" / "results"))
+    parser.add_argument("--command", action="append", default=None, help="report: a command to record (repeat)")
     args = parser.parse_args(argv)
     args.categories = [c for c in args.categories.split(",") if c]
     unknown = [c for c in args.categories if c not in MULTI_TURN]
@@ -106,20 +242,14 @@ def main(argv: list[str] | None = None) -> int:
         if not sep or not label or not path:
             parser.error(f"--model wants LABEL=PATH, got {spec!r}")
         models.append((label, path))
-    rows = []
-    for label, path in models:
-        rows += run_model(label, path, Path(args.work), args)
-    import torch
-
-    device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"CPU ({platform.processor() or 'cpu'})"
-    meta = {"machine": device, "max_new_tokens": args.max_new_tokens, "window": args.window,
-            "compact_docs": args.compact_docs, "limit": args.limit}  # fmt: skip
-    command = "python benchmarks/bfcl_multi_turn.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "bfcl_multi_turn.json").write_text(json.dumps({"command": command, **meta, "rows": rows}, indent=2))
-    (out / "bfcl_multi_turn.md").write_text(to_markdown(rows, command, meta))
-    print(to_markdown(rows, command, meta))
+    work = Path(args.work)
+    this = "python benchmarks/bfcl_multi_turn.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    if args.phase in ("generate", "all"):
+        phase_generate(models, work, args)
+    if args.phase == "report" and args.archive:
+        unpack(Path(args.archive), work)
+    if args.phase in ("report", "all"):
+        phase_report(work, Path(args.out), args.command or [this])
     return 0
 
 

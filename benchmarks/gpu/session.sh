@@ -42,6 +42,12 @@
 #   rollouts with Unsloth's training; the worker first checks that Unsloth's layers honour the merged
 #   path), then 7 again with TP_RESUME=1 (lanes CUDA_VISIBLE_DEVICES=0 while GPU 1 runs `full_profile_fit.py`,
 #   the profile's fit with its new default), then once more with TP_RESUME=1 for best@1024.
+# Issue 19 (one H200, kind nvidia-h200; ~10-20 min of device time): BFCL multi-turn, all 800 entries
+#   1 [.whl/gguf1 .whl/base data/processed/smoke]  (wheels incl. bfcl-eval: its data and simulated APIs)
+#   mt [.whl/gguf2 data/processed/smoke]  model, priming (LoRA SFT, merged, ~40 s) unless /tmp/rl has it,
+#      then generate-only for base and primed side by side on the GPU until SMT (570) s; repeat `mt`
+#      (nothing to carry) to resume what the deadline cut -> $OUT/bfcl_multi_turn.tar.gz; then here:
+#      python benchmarks/bfcl_multi_turn.py report --archive bfcl_multi_turn.tar.gz --command ...
 # Issue 18 (one H200, ~20 min of device time; kind nvidia-h200; backend peft, so no bnb/unsloth):
 #   1 [.whl/gguf1 .whl/base .whl/ds data/processed/smoke], then
 #   18 [.whl/gguf2 data/processed/smoke]  model, priming, I18_VARIANTS side by side on GPU 0 (same primed
@@ -105,6 +111,15 @@ case "${1:?step}" in
        --deadline-s "$(left $((S - 20)))"
      for run in /tmp/rl/runs/*/; do [ -d "$run/best" ] && tar czf "$OUT/adapter-$(basename "$run").tar.gz" -C "$run" best; done
      cat /tmp/rl/selection.json; ls -la "$OUT" ;;
+  mt) S=${SMT:-570}; mkdir -p /tmp/rl   # issue 19: BFCL multi-turn, base and primed, generate only
+     [ -f /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf ] || bash "$0" model || exit 1
+     if [ ! -f /tmp/rl/primed_model/config.json ]; then
+       python3 benchmarks/rl_learning_gpu.py prime --work /tmp/rl > /tmp/rl/prime.log 2>&1
+       grep -v "it/s]" /tmp/rl/prime.log | tail -3
+     fi
+     python3 benchmarks/bfcl_multi_turn.py generate --model base=embedded --model primed=/tmp/rl/primed_model \
+       --work /tmp/mt --pack "$OUT" --deadline-s "$(left $((S - 20)))" ${MT_ARGS:-}
+     tail -3 /tmp/mt/*.log ;;
   5) S5=${S5:-555}
      if [ "${SIDE:-}" = fit ]; then  # GPU 1: the full profile's fit while GPU 0 trains
        CUDA_VISIBLE_DEVICES=1 python3 benchmarks/full_profile_fit.py --out "$OUT" \
