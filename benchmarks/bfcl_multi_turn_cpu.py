@@ -20,7 +20,11 @@ from pathlib import Path
 
 from toolrl_lib.evaluate import bfcl_results as results
 from toolrl_lib.evaluate.backends import load_for_eval
-from toolrl_lib.evaluate.multi_turn_runner import MultiTurnSettings, generate_multi_turn_pending, model_window
+from toolrl_lib.evaluate.multi_turn_runner import (
+    MultiTurnSettings,
+    generate_multi_turn_pending,
+    model_window,
+)
 from toolrl_lib.evaluate.runner import generations_file
 from toolrl_lib.paths import project_root
 
