@@ -58,7 +58,13 @@
 #      --work runs/rl_single_turn --out benchmarks/results
 #   Second issue-18 session (the fixed reward, hard negatives): the same chain 1, 18, 18b with
 #   I18_VARIANTS=i18f-binary,i18f-hardneg,i18f-hardneg-bal I18_SET="validation.hard_negatives=12"
-#   (I18_SET: --set overrides for every phase, so that all models validate on one set)
+#   (I18_SET: --set overrides for every phase, so that all models validate on one set); then here:
+#     python benchmarks/rl_learning_gpu.py single-turn-report --archive rl_learning.tar.gz \
+#       --work runs/rl_single_turn_fixed --out benchmarks/results --tag fixed
+#     python benchmarks/rl_call_diagnosis.py --work runs/rl_single_turn_fixed --out benchmarks/results --tag fixed
+#     python benchmarks/reward_vs_bfcl.py dirs runs/rl_single_turn_fixed/bfcl/{base,primed,grpo} --tag gpu_fixed
+#   Dry run of this chain on CPU (tiny random model as primed_model, --device cpu, tiny --set sizes):
+#   train + bfcl --only grpo,primed --limit 1 ran end to end (selection on validation, hard negatives, kind order).
 set -uo pipefail
 export PYTHONPATH=/tmp/site:$PWD TOOLRL_CACHE=/tmp/toolrl-cache HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
