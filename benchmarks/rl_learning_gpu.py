@@ -66,6 +66,8 @@ VARIANTS: dict[str, list[str]] = {
     "i18f-binary": [*I18, *I18_LORA, "reward.scheme=binary"],
     "i18f-hardneg": [*I18, *I18_LORA, "reward.scheme=binary", *I18_HARD],
     "i18f-hardneg-bal": [*I18, *I18_LORA, "reward.scheme=binary", *I18_HARD, "data.balance_kinds=true"],
+    # optional fourth: the deliberate deviation (a broken format earns 0, also on no-call prompts)
+    "i18f-strict": [*I18, *I18_LORA, "reward.scheme=binary", "reward.strict_format=true"],
     "rlsd-weighted": ["grpo.loss_type=rlsd", "rlsd.base_loss_type=grpo"],
     "rlsd-dapo-weighted": ["grpo.loss_type=rlsd", "rlsd.base_loss_type=dapo"],
 }

@@ -115,10 +115,11 @@ def test_issue18_second_session_variants_load_and_keep_the_no_call_share(monkeyp
     examples: list[Example] = generate_examples(600, seed=3)
     easy = Counter(e.kind for e in examples)["irrelevance"]
     counts = {}
-    for name in ("i18f-binary", "i18f-hardneg", "i18f-hardneg-bal"):
+    for name in ("i18f-binary", "i18f-hardneg", "i18f-hardneg-bal", "i18f-strict"):
         config = rl.load_config(rl.VARIANTS[name])
         assert config.reward.scheme == "binary" and config.validation.hard_negatives == 12
         config.data.hard_negatives = 2 * easy if config.data.hard_negatives else 0  # this pool's share
         mixed = grpo_mix(examples, config)
         counts[name] = (len(mixed), Counter(e.kind for e in mixed)["irrelevance"])
     assert len(set(counts.values())) == 1 and counts["i18f-binary"][1] == 3 * easy
+    assert rl.load_config(rl.VARIANTS["i18f-strict"]).reward.strict_format
