@@ -144,9 +144,10 @@ def _overrides(root: Path, **extra) -> list[str]:
     return [f"{k}={v}" for k, v in base.items()]
 
 
-def varied_reward(prompts=None, completions=None, episode=None, **kwargs):
+def varied_reward(prompts=None, completions=None, completion_ids=None, episode=None, **kwargs):
     """Differs between samples (a random model never succeeds), so the update is not zero."""
-    return [float(o["model_tokens"] % 3) + o["steps"] for o in episode]
+    assert episode is not None and len(episode) == len(completion_ids)  # the rollout's outcomes arrive
+    return [float(sum(ids) % 5) for ids in completion_ids]
 
 
 class StopAfter:
@@ -191,7 +192,8 @@ def test_multi_turn_grpo_through_rollout_func_trains_and_resumes(tiny, tmp_path,
     assert all(len(m) == len(c) for m, c in zip(out["env_mask"], out["completion_ids"], strict=True))
     assert prompts[0].startswith("bank:") and out["episode"][0]["env"] == "bank"
     metrics = pd.read_csv(straight / "metrics.csv")
-    assert list(metrics["step"]) == [1, 2] and "reward/success" in metrics and "episode/steps" in metrics
+    assert list(metrics["step"]) == [1, 2] and "rewards/varied_reward/mean" in metrics
+    assert metrics["grad_norm"].abs().sum() > 0
     assert (straight / "episodes" / "final.jsonl").is_file()
     paused = train(load_run_config(None, _overrides(root)), tmp_path / "b", reward_funcs=[varied_reward],
                    callbacks=[StopAfter(1).callback])
