@@ -188,7 +188,9 @@ def to_markdown(report: dict) -> str:
                      f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}] | {_f(r['turns_passed_share'])} | "
                      f"{_f(r['over_window_share'])} | {r['force_terminated']} | {_f(r['steps_per_entry'], 2)} | "
                      f"{_f(r['calls_per_entry'], 2)} | {r['seconds']} |")
-    lines += ["", "BFCL Overall, computed with BFCL's weights over the parts that ran completely:", ""]
+    partial = any(r["n"] < 200 for r in report["rows"])
+    lines += ["", "BFCL Overall, computed with BFCL's weights over the parts that ran completely"
+              + (" (a subset of entries, --limit: an estimate, not BFCL's number):" if partial else ":"), ""]
     for label, o in report["overall"].items():
         value = o["overall_over_parts_run"]
         lines.append(f"- {label}: {_f(value, 4)} over {', '.join(o['parts_run']) or 'no part'} "
