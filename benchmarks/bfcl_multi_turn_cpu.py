@@ -48,7 +48,8 @@ def run_mode(loaded, mode: str, args: argparse.Namespace, work: Path) -> dict:
     Counting.last = None
     settings = MultiTurnSettings(max_new_tokens=args.max_new_tokens, window=model_window(args.model),
                                  compact=args.compact_docs, step_limit=args.step_limit,
-                                 prefix_cache=mode == "cached")  # fmt: skip
+                                 prefix_cache=mode == "cached",
+                                 entry_ids=tuple(args.ids.split(",")) if args.ids else None)  # fmt: skip
     out = work / mode
     wall, cpu = time.perf_counter(), time.process_time()
     try:
@@ -80,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--step-limit", type=int, default=20)
     parser.add_argument("--compact-docs", action="store_true")
     parser.add_argument("--modes", default="cached,full")
+    parser.add_argument("--ids", default=None, help="only these entry ids (comma list)")
     parser.add_argument("--out", default=str(project_root() / "benchmarks" / "results"))
     parser.add_argument("--tag", default="")
     args = parser.parse_args(argv)

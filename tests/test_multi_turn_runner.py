@@ -195,3 +195,12 @@ def test_cli_generates_multi_turn_and_writes_result_and_score_files(tmp_path, ti
     header = json.loads(results.score_file(out, "tiny", "multi_turn_base").read_text().splitlines()[0])
     assert header["total_count"] == 1
     assert json.loads((out / "generation_multi_turn.json").read_text())["step_limit"] == 1
+
+
+def test_entry_ids_pick_a_subset(tmp_path, tiny_model_dir):
+    entries = load_bfcl_entries("multi_turn_base")
+    model = ScriptedModel([entries[3]])
+    loaded = LoadedModel(_tokenizer(tiny_model_dir), model.complete, "scripted")
+    settings = MultiTurnSettings(window=0, entry_ids=(entries[3]["id"],))
+    assert generate_multi_turn_pending(loaded, tmp_path, ["multi_turn_base"], "hermes", None, settings) == 1
+    assert [r["id"] for r in results.read_results(generations_file(tmp_path, "multi_turn_base"))] == [entries[3]["id"]]

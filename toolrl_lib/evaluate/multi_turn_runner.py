@@ -61,6 +61,12 @@ class MultiTurnSettings:
     # (``multi_turn_decode``): None = on a CPU with the hf backend, else batched ``generate``.
     # Not part of the cache key: greedy tokens are the same either way.
     prefix_cache: bool | None = None
+    # Only these entry ids (a demo subset, e.g. the smoke profile's shortest entry); None: all.
+    # Not part of the cache key either: generations are kept per entry.
+    entry_ids: tuple[str, ...] | None = None
+
+    def wanted(self, entry_id: Any) -> bool:
+        return self.entry_ids is None or str(entry_id) in self.entry_ids
 
     def key(self, model: str, family: str) -> dict[str, Any]:
         return {"model": str(model), "family": family, "max_new_tokens": self.max_new_tokens,
@@ -207,7 +213,8 @@ def generate_multi_turn_pending(
         if category not in MULTI_TURN:
             raise ValueError(f"{category!r} is not a multi-turn category")
         done = results.done_ids(generations_file(out, category))
-        todo += [(category, e) for e in load_bfcl_entries(category)[:limit] if str(e["id"]) not in done]
+        todo += [(category, e) for e in load_bfcl_entries(category)[:limit]
+                 if str(e["id"]) not in done and settings.wanted(e["id"])]
     if not todo:
         return 0
     if callable(loaded) and not hasattr(loaded, "complete"):

@@ -284,7 +284,8 @@ def evaluate_bfcl(
         summary = summary_table(entries)
         summary.to_csv(out / "summary.csv", index=False)
         run.summary = summary.to_dict(orient="records")
-        run.aggregates = aggregates(summary, full_categories=limit is None and only_ids is None)
+        run.aggregates = aggregates(summary, full_categories=limit is None and only_ids is None
+                                    and not getattr(multi_turn, "entry_ids", None))
         _add_overall(run, out, name, multi, scores, summary)
     (out / "run.json").write_text(json.dumps(run.to_dict(), indent=2, default=str))
     return run
@@ -325,7 +326,7 @@ def _run_multi_turn(
     kept = []
     for category in categories:
         ids = [str(e["id"]) for e in load_bfcl_entries(category)[:limit]
-               if only_ids is None or str(e["id"]) in only_ids]
+               if (only_ids is None or str(e["id"]) in only_ids) and settings.wanted(e["id"])]
         if ids:
             write_multi_turn_results(out, name, category, ids)
             kept.append(category)
