@@ -46,6 +46,8 @@ def generate_command(label: str, model: str, work: Path, args: argparse.Namespac
         cmd += ["--window", str(args.window)]
     if args.compact_docs:
         cmd += ["--compact-docs"]
+    if args.max_live:
+        cmd += ["--multi-turn-max-live", str(args.max_live)]
     return cmd
 
 
@@ -225,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=256, help="episodes per generate call")
     parser.add_argument("--max-batch-tokens", type=int, default=None,
                         help="cap on episodes x (longest prompt + budget) tokens per generate call")
+    parser.add_argument("--max-live", type=int, default=None,
+                        help="episodes in flight per model, refilled as they finish (default: all)")
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--deadline-s", type=float, default=540, help="generate: kill what still runs after this")

@@ -204,3 +204,14 @@ def test_entry_ids_pick_a_subset(tmp_path, tiny_model_dir):
     settings = MultiTurnSettings(window=0, entry_ids=(entries[3]["id"],))
     assert generate_multi_turn_pending(loaded, tmp_path, ["multi_turn_base"], "hermes", None, settings) == 1
     assert [r["id"] for r in results.read_results(generations_file(tmp_path, "multi_turn_base"))] == [entries[3]["id"]]
+
+
+def test_max_live_refills_finished_episodes(tmp_path, tiny_model_dir):
+    entries = load_bfcl_entries("multi_turn_base")[:3]
+    model = ScriptedModel(entries)
+    loaded = LoadedModel(_tokenizer(tiny_model_dir), model.complete, "scripted")
+    settings = MultiTurnSettings(window=0, max_live=2)
+    assert generate_multi_turn_pending(loaded, tmp_path, ["multi_turn_base"], "hermes", 3, settings) == 3
+    assert max(model.batches) == 2 and model.batches[-1] == 1
+    rows = results.read_results(generations_file(tmp_path, "multi_turn_base"))
+    assert sorted(r["id"] for r in rows) == sorted(e["id"] for e in entries) and all(r["n_refused"] == 0 for r in rows)

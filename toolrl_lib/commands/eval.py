@@ -33,6 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="context length for the multi-turn over-window check (default: the model's)")
     bfcl.add_argument("--compact-docs", action="store_true",
                       help="multi-turn: shorter function docs for small-window models (a deviation from BFCL)")
+    bfcl.add_argument("--multi-turn-max-live", type=int,
+                      help="multi-turn: episodes in flight at once, refilled as they finish (default: all)")
     bfcl.add_argument("--multi-turn-step-limit", type=int, default=20,
                       help="multi-turn: steps per turn before force-termination (BFCL: 20; fewer is a deviation)")
     bfcl.set_defaults(handler=_bfcl)
@@ -94,7 +96,8 @@ def _bfcl(args: argparse.Namespace) -> int:
     if args.multi_turn_step_limit < 1:
         raise ValueError(f"--multi-turn-step-limit must be >= 1, got {args.multi_turn_step_limit}")
     multi_turn = MultiTurnSettings(max_new_tokens=args.multi_turn_max_new_tokens, window=args.window,
-                                   compact=args.compact_docs, step_limit=args.multi_turn_step_limit)
+                                   compact=args.compact_docs, step_limit=args.multi_turn_step_limit,
+                                   max_live=args.multi_turn_max_live)
     name = bfcl_model_name(args.label or Path(args.model).name or args.model)
     out = resolve(args.out) if args.out else resolve(Path("runs/bfcl") / name)
     run = evaluate_bfcl(

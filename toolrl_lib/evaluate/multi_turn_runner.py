@@ -64,6 +64,10 @@ class MultiTurnSettings:
     # Only these entry ids (a demo subset, e.g. the smoke profile's shortest entry); None: all.
     # Not part of the cache key either: generations are kept per entry.
     entry_ids: tuple[str, ...] | None = None
+    # Episodes in flight at once; a finished one is replaced from the queue at the next step
+    # (continuous batching), so results are saved as they come and a killed run loses at most
+    # this many. None: all at once.
+    max_live: int | None = None
 
     def wanted(self, entry_id: Any) -> bool:
         return self.entry_ids is None or str(entry_id) in self.entry_ids
@@ -223,8 +227,12 @@ def generate_multi_turn_pending(
     cached = _prefix_cache(loaded, settings)
     bar = _bar(len(todo), progress)
     with EnvPool(call_timeout=settings.call_timeout) as pool:
-        live = [new_episode(entry, category, pool, settings.compact) for category, entry in todo]
-        while live:
+        queue = list(todo)
+        live: list[Episode] = []
+        while queue or live:
+            room = len(queue) if settings.max_live is None else max(0, settings.max_live - len(live))
+            live += [new_episode(entry, category, pool, settings.compact) for category, entry in queue[:room]]
+            del queue[:room]
             prompts = []
             for episode in live:
                 text = prompt_for(episode, adapter, tokenizer)
