@@ -221,14 +221,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--family", default="hermes")
     parser.add_argument("--categories", default=",".join(MULTI_TURN))
     parser.add_argument("--limit", type=int, default=None, help="first N entries per category")
-    parser.add_argument("--max-new-tokens", type=int, default=256, help="token budget of one step")
+    parser.add_argument("--max-new-tokens", type=int, default=128,
+                        help="token budget of one step (BFCL allows 4096; parallel calls need ~125)")
     parser.add_argument("--window", type=int, default=None, help="default: the model's own")
     parser.add_argument("--compact-docs", action="store_true")
     parser.add_argument("--batch-size", type=int, default=256, help="episodes per generate call")
-    parser.add_argument("--max-batch-tokens", type=int, default=None,
+    parser.add_argument("--max-batch-tokens", type=int, default=2**20,
                         help="cap on episodes x (longest prompt + budget) tokens per generate call")
-    parser.add_argument("--max-live", type=int, default=None,
-                        help="episodes in flight per model, refilled as they finish (default: all)")
+    parser.add_argument("--max-live", type=int, default=512,
+                        help="episodes in flight per model, refilled as they finish (0: all at once)")
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--deadline-s", type=float, default=540, help="generate: kill what still runs after this")
