@@ -11,7 +11,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from toolrl_lib import merge as M  # noqa: E402
+from toolrl_lib.merge import core as merge_core  # noqa: E402
 from toolrl_lib.models import make_tiny_model  # noqa: E402
+from toolrl_lib.testing import make_lora_run  # noqa: E402
 
 FAST = {"n_generations": 2, "max_new_tokens": 6, "device": "cpu"}
 
@@ -25,7 +27,7 @@ def base_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def trained_run(base_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return M.make_lora_run(base_dir, tmp_path_factory.mktemp("runs") / "run", init_std=0.05)
+    return make_lora_run(base_dir, tmp_path_factory.mktemp("runs") / "run", init_std=0.05)
 
 
 @pytest.fixture
@@ -84,7 +86,7 @@ def test_bf16_output_is_bf16_and_within_tolerance(run: Path) -> None:
 
 
 def test_zeroed_adapter_is_rejected(base_dir: Path, tmp_path: Path) -> None:
-    run = M.make_lora_run(base_dir, tmp_path / "zero", init_std=0.0)
+    run = make_lora_run(base_dir, tmp_path / "zero", init_std=0.0)
     out = tmp_path / "merged"
     with pytest.raises(M.MergeVerificationError, match="no-op"):
         M.merge_run(run, "best", out, options=M.MergeOptions(**FAST))
@@ -107,7 +109,7 @@ def test_interrupted_save_leaves_nothing_complete(run: Path, monkeypatch: pytest
         (folder / "config.json").write_text("{}")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(M, "save_merged", half_save)
+    monkeypatch.setattr(merge_core, "save_merged", half_save)
     out = run.parent / "merged"
     with pytest.raises(KeyboardInterrupt):
         M.merge_run(run, "best", out, options=M.MergeOptions(**FAST))
@@ -124,7 +126,7 @@ def test_save_that_drops_the_training_fails_verification(
         AutoModelForCausalLM.from_pretrained(base_dir).save_pretrained(folder)
         tokenizer.save_pretrained(folder)
 
-    monkeypatch.setattr(M, "save_merged", save_base_instead)
+    monkeypatch.setattr(merge_core, "save_merged", save_base_instead)
     for dtype in ("fp32", "bf16"):
         out = run.parent / f"merged_{dtype}"
         with pytest.raises(M.MergeVerificationError, match="saved weights carry the delta") as info:
@@ -140,7 +142,7 @@ def test_save_that_drops_the_training_fails_verification(
 def test_delta_below_bf16_resolution_is_rejected_but_fp32_keeps_it(
     base_dir: Path, tmp_path: Path
 ) -> None:
-    run = M.make_lora_run(base_dir, tmp_path / "tiny_delta", init_std=1e-9)
+    run = make_lora_run(base_dir, tmp_path / "tiny_delta", init_std=1e-9)
     with pytest.raises(M.MergeVerificationError, match="lost in bf16"):
         M.merge_run(run, "best", tmp_path / "m16", options=M.MergeOptions(dtype="bf16", **FAST))
     report = M.merge_run(run, "best", tmp_path / "m32", options=M.MergeOptions(dtype="fp32", **FAST))

@@ -50,9 +50,10 @@ def test_notebook_runs_on_a_tiny_run_and_fails_clearly_without_one(
     monkeypatch.setenv("TOOLRL_ROOT", str(tmp_path))  # the kernel writes figures under tmp_path
     from toolrl_lib import merge
     from toolrl_lib.models import make_tiny_model
+    from toolrl_lib.testing import make_lora_run
 
     make_tiny_model(tmp_path / "base")
-    merge.make_lora_run(tmp_path / "base", tmp_path / "wd" / "grpo", init_std=0.05)
+    make_lora_run(tmp_path / "base", tmp_path / "wd" / "grpo", init_std=0.05)
     common = {"n_generations": 2, "max_new_tokens": 4, "device": "cpu"}
     papermill.execute_notebook(
         str(NOTEBOOK), str(tmp_path / "out.ipynb"), cwd=str(root), progress_bar=False,

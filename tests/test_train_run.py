@@ -244,3 +244,35 @@ def test_sigkill_then_resume_matches_uninterrupted_run(tiny_setup, tmp_path):
     va, vb = pd.read_csv(straight / "validation.csv"), pd.read_csv(killed / "validation.csv")
     cols = [c for c in va.columns if c != "seconds"]
     pd.testing.assert_frame_equal(va[cols], vb[cols], check_exact=False, rtol=1e-5, atol=1e-6)
+
+
+def test_run_directory_copied_elsewhere_merges_and_evaluates(tiny_setup, tmp_path):
+    """run_info.json records the primed base by its absolute training-time path; after the run
+    folder moves (another machine, another disk) merge and evaluation find the base inside it."""
+    import shutil
+
+    from toolrl_lib import merge
+    from toolrl_lib.evaluate import backends
+    from toolrl_lib.run_dir import read_run_info, run_base
+    from toolrl_lib.train.config import load_run_config
+    from toolrl_lib.train.run import train
+
+    config = load_run_config(None, tiny_overrides(
+        tiny_setup, **{"priming.enabled": "true", "priming.max_steps": 1, "priming.batch_size": 4,
+                       "priming.num_examples": 4, "grpo.max_steps": 1,
+                       "validation.enabled": "false"}))
+    trained = train(config, tmp_path / "box_a" / "run")
+    recorded = read_run_info(trained).base_model
+    copy = tmp_path / "box_b" / "copied_run"
+    shutil.copytree(trained, copy)
+    shutil.rmtree(tmp_path / "box_a")  # the training machine's paths are gone
+    assert not Path(recorded).exists()
+    assert run_base(copy) == str(copy / "primed_model")
+    assert backends.adapter_base(str(copy / "last")) == str(copy / "primed_model")
+    report = merge.merge_run(copy, "last", tmp_path / "merged", options=merge.MergeOptions(
+        dtype="fp32", device="cpu", n_generations=1, max_new_tokens=4))
+    assert report.passed and Path(report.base_model) == copy / "primed_model"
+    loaded = backends.load_for_eval(str(copy / "last"), backend="hf", max_new_tokens=4, dtype="fp32")
+    merged = backends.load_for_eval(str(tmp_path / "merged"), backend="hf", max_new_tokens=4, dtype="fp32")
+    prompt = ["Weather in Oslo?"]
+    assert loaded.complete(prompt) == merged.complete(prompt)

@@ -204,10 +204,10 @@ def test_loss_type_mapping():
 
 
 def test_grpo_args_on_cpu(tmp_path):
-    from toolrl_lib.train.run import RunPaths, grpo_args
+    from toolrl_lib.train.run import RunDir, grpo_args
 
     config = load_run_config(None, ["grpo.beta=0.04", "grpo.loss_type=gspo", "checkpoint.save_steps=7"])
-    args = grpo_args(config, RunPaths(tmp_path), "cpu")
+    args = grpo_args(config, RunDir(tmp_path), "cpu")
     assert args.use_cpu and not args.bf16
     assert args.beta == pytest.approx(0.04) and args.importance_sampling_level == "sequence"
     assert args.save_steps == 7 and args.output_dir == str(tmp_path / "checkpoints")

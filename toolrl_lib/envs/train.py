@@ -59,17 +59,18 @@ def train_multi_turn(config: RunConfig, out_dir: str | Path, resume: bool = Fals
     from toolrl_lib.envs.evaluate import write_rows
     from toolrl_lib.models import load_tokenizer, resolve_model
     from toolrl_lib.paths import resolve
+    from toolrl_lib.run_dir import RunDir, RunInfo, write_run_info
     from toolrl_lib.train import callbacks as cb
     from toolrl_lib.train.backend import load_policy, resolve_device
     from toolrl_lib.train.priming import is_primed, prime
-    from toolrl_lib.train.run import RunPaths, _prepare_run_dir, resolve_family, write_json
+    from toolrl_lib.train.run import _prepare_run_dir, resolve_family
 
     validate(config)
     if config.backend == "unsloth":
         raise ConfigError(UNSLOTH_REFUSAL)
     if world_size() > 1:
         raise ConfigError("multi-turn runs are single-process for now; launch without --num-gpus")
-    paths = RunPaths(resolve(out_dir))
+    paths = RunDir(resolve(out_dir))
     device = resolve_device(config.device)
     checkpoint = _prepare_run_dir(paths, resume)
     save_run_config(config, paths.config)
@@ -107,9 +108,10 @@ def train_multi_turn(config: RunConfig, out_dir: str | Path, resume: bool = Fals
         prime(config, start_model, [], family, paths.primed_model, device, rows=rows)
     if config.priming.enabled and before:
         stage("primed", base_model, None, 0)
-    write_json(paths.run_info, {"base_model": base_model, "model_name": config.model.name, "family": family,
-                                "backend": "peft", "seed": config.seed, "primed": config.priming.enabled,
-                                "lora": config.lora.enabled, "multi_turn": True, "processes": 1})
+    write_run_info(paths.root, RunInfo(
+        base_model=base_model, model_name=config.model.name, family=family, backend="peft",
+        seed=config.seed, primed=config.priming.enabled, lora=config.lora.enabled, processes=1,
+        extra={"multi_turn": True}))
     model, tokenizer = load_policy(config, base_model, "peft", device)
     trainer = _make_trainer(config, family, model, tokenizer, train_tasks, paths, device,
                             list(callbacks or []), reward_funcs, checkpoint)

@@ -87,15 +87,18 @@ def load_for_eval(
 def adapter_base(model: str) -> str | None:
     """For a PEFT adapter folder (no config.json): the base model it sits on, else None.
 
-    The training run's ``run_info.json`` (one level up) names the base; otherwise the
-    adapter's own ``base_model_name_or_path``.
+    The training run's ``run_info.json`` (one level up) names the base, found where the run
+    directory is now (``toolrl_lib.run_dir.run_base``: a run copied to another machine works);
+    otherwise the adapter's own ``base_model_name_or_path``.
     """
+    from toolrl_lib.run_dir import run_base, run_of
+
     folder = Path(model).expanduser()
     if not (folder / "adapter_config.json").is_file() or (folder / "config.json").is_file():
         return None
-    info = folder.parent / "run_info.json"
-    if info.is_file():
-        base = json.loads(info.read_text()).get("base_model")
+    run = run_of(folder)
+    if run is not None:
+        base = run_base(run)
         if base:
             return str(base)
     base = json.loads((folder / "adapter_config.json").read_text()).get("base_model_name_or_path")

@@ -3,7 +3,6 @@ the prompt family training used, and a mean@k table for each model on our held-o
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +35,11 @@ def trained_family(work: Path, family: str = "auto") -> str | None:
     notebook 03's run recorded (``<work>/grpo``), else None (detected per model's tokenizer)."""
     if family != "auto":
         return family
-    info = Path(work) / "grpo" / "run_info.json"
-    if info.is_file():
-        return json.loads(info.read_text()).get("family")
-    return None
+    from toolrl_lib.run_dir import RUN_INFO, read_run_info
+
+    run = Path(work) / "grpo"
+    recorded = read_run_info(run).family if (run / RUN_INFO).is_file() else "auto"
+    return None if recorded == "auto" else recorded
 
 
 def mean_at_k_table(models: dict[str, str], val_path: Path, family: str | None, *, n: int, k: int,

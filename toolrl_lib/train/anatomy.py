@@ -476,13 +476,11 @@ def dissect_run(run_dir: str | Path, config: Any, num_prompts: int = 2, max_new_
     ``num_prompts`` shortest of the run's first ``pool`` training prompts (the cost of every
     forward pass grows with prompt length). Returns (step, policy, tokenizer)."""
     from toolrl_lib.prompts import get_adapter
+    from toolrl_lib.run_dir import read_run_info, run_base
     from toolrl_lib.train.backend import load_policy, resolve_device
     from toolrl_lib.train.dataset import grpo_rows, load_examples, prompt_length
 
-    info_file = Path(run_dir) / "run_info.json"
-    if not info_file.is_file():
-        raise FileNotFoundError(f"{info_file} not found: dissect_run needs a run directory from train()")
-    info = json.loads(info_file.read_text(encoding="utf-8"))
+    info = read_run_info(run_dir)
     g = config.grpo
     settings = StepSettings(
         num_generations=g.num_generations, max_completion_length=max_new_tokens,
@@ -490,10 +488,10 @@ def dissect_run(run_dir: str | Path, config: Any, num_prompts: int = 2, max_new_
         beta=g.beta or StepSettings.beta, scale_rewards=g.scale_rewards,
         update_loss=g.loss_type if g.loss_type in LOSS_TYPES else "dapo",
         update_lr=g.learning_rate if update_lr is None else update_lr, seed=config.seed)
-    policy, tokenizer = load_policy(config, info["base_model"], "peft", resolve_device(config.device))
+    policy, tokenizer = load_policy(config, run_base(run_dir, info), "peft", resolve_device(config.device))
     examples = load_examples(config.data.train_files, pool, seed=config.seed, shuffle=True)
-    rows = grpo_rows(examples, get_adapter(info["family"]), tokenizer, config.data.max_prompt_tokens,
+    rows = grpo_rows(examples, get_adapter(info.family), tokenizer, config.data.max_prompt_tokens,
                      enable_thinking=config.model.enable_thinking)
     rows = sorted(rows, key=lambda r: prompt_length(tokenizer, r["prompt"]))[:num_prompts]
-    scorer = reward_scorer(config.reward.scheme, info["family"], config.reward.weights)
+    scorer = reward_scorer(config.reward.scheme, info.family, config.reward.weights)
     return dissect(policy, tokenizer, rows, settings, scorer), policy, tokenizer

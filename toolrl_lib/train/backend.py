@@ -8,7 +8,6 @@ Unsloth must be imported before TRL to patch it, so ``resolve_backend`` does tha
 from __future__ import annotations
 
 import importlib.util
-import shutil
 import sys
 import warnings
 from pathlib import Path
@@ -126,15 +125,14 @@ def save_policy(model: Any, tokenizer: Any, folder: Path) -> Path:
 
     A PEFT model saves its ``default`` adapter only (RLSD-TR keeps its teacher as a second
     adapter); a plain model (full fine-tuning) saves a full model folder."""
-    staging = folder.parent / (folder.name + ".tmp")
-    shutil.rmtree(staging, ignore_errors=True)
-    if hasattr(model, "peft_config"):
-        model.save_pretrained(str(staging), selected_adapters=["default"])
-    else:
-        model.save_pretrained(str(staging), safe_serialization=True)
-    tokenizer.save_pretrained(str(staging))
-    shutil.rmtree(folder, ignore_errors=True)
-    staging.rename(folder)
+    from toolrl_lib.atomic import staged_dir
+
+    with staged_dir(folder) as staging:
+        if hasattr(model, "peft_config"):
+            model.save_pretrained(str(staging), selected_adapters=["default"])
+        else:
+            model.save_pretrained(str(staging), safe_serialization=True)
+        tokenizer.save_pretrained(str(staging))
     return folder
 
 

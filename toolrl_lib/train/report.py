@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from toolrl_lib.plotting import save_figure
+from toolrl_lib.run_dir import RunDir, read_run_info, run_base
 
 CURVES = (
     ("reward components", ("reward/format", "reward/name", "reward/args", "reward/reasoning", "reward")),
@@ -91,14 +92,14 @@ def compare_completions(
     from toolrl_lib.rewards import score
     from toolrl_lib.train.backend import load_adapter_model
 
-    run_dir = Path(run_dir)
-    info = json.loads((run_dir / "run_info.json").read_text(encoding="utf-8"))
-    family = info["family"]
+    run = RunDir(run_dir)
+    info = read_run_info(run.root)
+    family = info.family
     adapter = get_adapter(family)
-    start = load_tokenizer(info["model_name"])
+    start = load_tokenizer(info.model_name)
     columns: dict[str, list[str]] = {}
-    for label, model_path, adapter_dir in (("before", info["model_name"], None),
-                                           ("after", info["base_model"], run_dir / "last")):
+    for label, model_path, adapter_dir in (("before", info.model_name, None),
+                                           ("after", run_base(run.root, info), run.last)):
         tokenizer = start if adapter_dir is None else load_tokenizer(model_path)
         model = (load_model(model_path, dtype=dtype, device=device) if adapter_dir is None
                  else load_adapter_model(model_path, str(adapter_dir), dtype, device))

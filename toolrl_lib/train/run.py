@@ -1,17 +1,7 @@
 """One GRPO run, end to end: config -> (priming) -> (filtering) -> GRPO -> best/ + last/.
 
-The run directory is the contract with merge (D), evaluation (E) and RLSD (F):
-
-    config.yaml        the resolved RunConfig
-    run_info.json      base_model (what the adapter sits on), model_name, family, backend, seed, primed
-    data_report.json   examples kept/dropped on the way into the dataset (and the filter report)
-    metrics.csv        one row per logging step
-    validation.csv     mean@k rows: stage base/primed (before), grpo (periodic), final (saved last/)
-    checkpoints/       resumable HF Trainer checkpoints (optimizer, scheduler, RNG, data position)
-    primed_model/      the merged primed model, when priming is on
-    best/ last/        PEFT adapter folders (+ tokenizer); full model folders when lora.enabled
-                       is false (full fine-tuning)
-    tensorboard/       TensorBoard event files
+The run directory (its layout and ``run_info.json``) is owned by ``toolrl_lib.run_dir``;
+merge, evaluation and the report read it through that module.
 
 Under several processes (``toolrl train --num-gpus N``, see ``distributed``) every rank
 trains; rank 0 alone primes (in a subprocess), validates, evaluates and writes the files
@@ -25,12 +15,13 @@ import math
 import os
 import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from toolrl_lib import atomic
 from toolrl_lib.memory import release_memory
 from toolrl_lib.profiling import stage
+from toolrl_lib.run_dir import RunDir, RunInfo, update_run_info, write_run_info
 from toolrl_lib.train.config import RunConfig, best_validation_key, save_run_config, validate
 from toolrl_lib.train.distributed import Dist
 
@@ -39,20 +30,7 @@ class TrainingStopped(RuntimeError):
     """The run stopped early (OOM, NaN loss); the message says why and how to go on."""
 
 
-@dataclass
-class RunPaths:
-    root: Path
-
-    def __getattr__(self, name: str) -> Path:  # e.g. paths.metrics
-        table = {
-            "config": "config.yaml", "run_info": "run_info.json", "data_report": "data_report.json",
-            "metrics": "metrics.csv", "validation": "validation.csv", "checkpoints": "checkpoints",
-            "primed_model": "primed_model", "best": "best", "last": "last",
-            "tensorboard": "tensorboard",
-        }
-        if name not in table:
-            raise AttributeError(name)
-        return self.root / table[name]
+RunPaths = RunDir  # the run directory's paths (toolrl_lib.run_dir)
 
 
 def latest_checkpoint(folder: str | Path) -> Path | None:
@@ -85,7 +63,7 @@ def grpo_loss_kwargs(config: RunConfig) -> dict[str, Any]:
     return {"loss_type": g.loss_type, "importance_sampling_level": "token"}
 
 
-def grpo_args(config: RunConfig, paths: RunPaths, device: str, processes: int = 1) -> Any:
+def grpo_args(config: RunConfig, paths: RunDir, device: str, processes: int = 1) -> Any:
     from trl import GRPOConfig
 
     from toolrl_lib.train.priming import precision_kwargs
@@ -142,15 +120,12 @@ def save_last(trainer: Any, tokenizer: Any, folder: Path, dist: Dist) -> None:
     Sharded weights (ZeRO-3, FSDP) are gathered by ``trainer.save_model``, a collective;
     otherwise rank 0 holds everything and saves alone."""
     if dist.sharded:
-        staging = folder.parent / (folder.name + ".tmp")
-        if dist.main:
-            shutil.rmtree(staging, ignore_errors=True)
+        staging = atomic.staging_path(folder) if dist.main else folder.parent / (folder.name + ".tmp")
         dist.barrier()
         trainer.save_model(str(staging))
         if dist.main:
             tokenizer.save_pretrained(str(staging))
-            shutil.rmtree(folder, ignore_errors=True)
-            staging.rename(folder)
+            atomic.replace_dir(staging, folder)
     elif dist.main:
         save_adapter(trainer.accelerator.unwrap_model(trainer.model), tokenizer, folder)
     dist.barrier()
@@ -233,7 +208,7 @@ def train(
         from toolrl_lib.envs.train import train_multi_turn
 
         return train_multi_turn(config, out_dir, resume, callbacks, reward_funcs)
-    paths = RunPaths(resolve(out_dir))
+    paths = RunDir(resolve(out_dir))
     device = resolve_device(config.device)
     dist = distributed.init(device)
     distributed.check_supported(config, dist)
@@ -250,7 +225,7 @@ def train(
                   dist)
 
 
-def _prepare_run_dir(paths: RunPaths, resume: bool, dist: Dist | None = None) -> Path | None:
+def _prepare_run_dir(paths: RunDir, resume: bool, dist: Dist | None = None) -> Path | None:
     if resume:
         checkpoint = latest_checkpoint(paths.checkpoints)
         if checkpoint is None:
@@ -269,7 +244,7 @@ def _prepare_run_dir(paths: RunPaths, resume: bool, dist: Dist | None = None) ->
 
 
 def _train(
-    config: RunConfig, paths: RunPaths, device: str, backend: str, checkpoint: Path | None,
+    config: RunConfig, paths: RunDir, device: str, backend: str, checkpoint: Path | None,
     extra_callbacks: list[Any], reward_funcs: list[Any] | None = None, dist: Dist | None = None,
 ) -> Path:
     from toolrl_lib.models import load_tokenizer, resolve_model
@@ -324,11 +299,9 @@ def _train(
                 scores = evaluate_saved(config, base_model, None, val_examples, family, device)
             val_log.record(0, "primed", scores, time.perf_counter() - t0)
             say(f"  primed: {_fmt(scores)}")
-        write_json(paths.run_info, {
-            "base_model": base_model, "model_name": config.model.name, "family": family,
-            "backend": backend, "seed": config.seed, "primed": config.priming.enabled,
-            "lora": config.lora.enabled,
-        })
+        write_run_info(paths.root, RunInfo(
+            base_model=base_model, model_name=config.model.name, family=family, backend=backend,
+            seed=config.seed, primed=config.priming.enabled, lora=config.lora.enabled))
     dist.barrier()
     train_examples, report = _filtered(config, paths, base_model, train_examples, family, device,
                                        resumed=checkpoint is not None, dist=dist)
@@ -394,11 +367,8 @@ def _train(
     processes = trainer.accelerator.num_processes
     global_batch = g.per_device_train_batch_size * processes * g.gradient_accumulation_steps
     if dist.main:
-        info = json.loads(paths.run_info.read_text(encoding="utf-8"))
-        info.update({"processes": processes, "engine": dist.engine, "global_batch": global_batch})
-        if merged_check is not None:
-            info["merged_check"] = merged_check
-        write_json(paths.run_info, info)
+        update_run_info(paths.root, processes=processes, engine=dist.engine,
+                        global_batch=global_batch, merged_check=merged_check)
     say(f"GRPO ({g.loss_type}, backend {backend}, {'LoRA' if config.lora.enabled else 'full FT'}, "
         f"{device}): {len(dataset)} prompts; {processes} process(es) ({dist.engine}), global batch "
         f"{global_batch} completions/step = {g.per_device_train_batch_size} per device x "
@@ -433,7 +403,7 @@ def _train(
 
 
 def _filtered(
-    config: RunConfig, paths: RunPaths, model_path: str, examples: list[Any], family: str,
+    config: RunConfig, paths: RunDir, model_path: str, examples: list[Any], family: str,
     device: str, resumed: bool, dist: Dist | None = None,
 ) -> tuple[list[Any], dict[str, Any] | None]:
     """Apply difficulty filtering (reusing the saved decision when resuming).
@@ -513,7 +483,7 @@ def _make_trainer(config, family, model, tokenizer, dataset, paths, device, call
         return GRPOTrainer(**kwargs)
 
 
-def _run_trainer(trainer: Any, checkpoint: Path | None, paths: RunPaths) -> None:
+def _run_trainer(trainer: Any, checkpoint: Path | None, paths: RunDir) -> None:
     import torch
 
     try:
@@ -537,11 +507,8 @@ def _tensorboard_callback(folder: Path) -> Any:
 
 
 def _copy_dir(src: Path, dst: Path) -> None:
-    staging = dst.parent / (dst.name + ".tmp")
-    shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(src, staging)
-    shutil.rmtree(dst, ignore_errors=True)
-    staging.rename(dst)
+    with atomic.staged_dir(dst) as staging:
+        shutil.copytree(src, staging)
 
 
 def _fmt(scores: dict[str, float]) -> str:
