@@ -299,21 +299,18 @@ class Recorder:
 
     def wrap_generation(self, trainer: Any) -> str:
         """Time TRL's generation method on this trainer instance; return its name."""
-        from toolrl_lib.train.trl_generation import generation_method
+        from toolrl_lib.train.trl_compat import hook_rollout
 
-        name, method = generation_method(trainer)
-
-        def timed(*args: Any, **kwargs: Any) -> Any:
+        def timed(call: Any, *args: Any, **kwargs: Any) -> Any:
             self.sync()
             t0 = time.perf_counter()
             try:
-                return method(*args, **kwargs)
+                return call(*args, **kwargs)
             finally:
                 self.sync()
                 self._gen_in_step += time.perf_counter() - t0
 
-        setattr(trainer, name, timed)
-        return name
+        return hook_rollout(trainer, timed)
 
     def callback(self) -> Any:
         from transformers import TrainerCallback

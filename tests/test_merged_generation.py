@@ -89,7 +89,7 @@ def test_benchmark_script_writes_its_table(tiny_model_dir, tmp_path):
 def test_generation_method_prefers_the_single_turn_call():
     from types import SimpleNamespace
 
-    from toolrl_lib.train.trl_generation import generation_method
+    from toolrl_lib.train.trl_compat import generation_method
 
     def single_turn():
         return None

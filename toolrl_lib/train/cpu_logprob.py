@@ -51,17 +51,17 @@ class TorchChunkedLogProb:
 
 
 def triton_kernel_available() -> bool:
-    import trl.trainer.utils as trl_utils
+    from toolrl_lib.train.trl_compat import chunked_logprob_kernel
 
-    return getattr(trl_utils, "_ChunkedLogProbFunction", None) is not None
+    return chunked_logprob_kernel() is not None
 
 
 def install_cpu_logprob_fallback() -> bool:
     """Use ``TorchChunkedLogProb`` when TRL's Triton kernel is missing; True if installed."""
-    import trl.trainer.utils as trl_utils
+    from toolrl_lib.train.trl_compat import chunked_logprob_kernel, set_chunked_logprob_kernel
 
-    if getattr(trl_utils, "_ChunkedLogProbFunction", None) is not None:
+    if chunked_logprob_kernel() is not None:
         return False
-    trl_utils._ChunkedLogProbFunction = TorchChunkedLogProb
+    set_chunked_logprob_kernel(TorchChunkedLogProb)
     return True
 

@@ -191,24 +191,12 @@ def restore_optimizer_on_cpu(trainer: Any) -> None:
     cannot restore to ("don't know how to restore data location ... cpu:0"). While the trainer
     loads its optimizer and scheduler, such a location is read as plain ``"cpu"``. GPUs (``cuda:N``)
     and single-process runs are left alone."""
-    import torch
+    from toolrl_lib.train.trl_compat import hook, torch_load_on_plain_cpu
 
-    original = trainer._load_optimizer_and_scheduler
-
-    def load(checkpoint: Any) -> Any:
+    def load(call: Any, checkpoint: Any) -> Any:
         if checkpoint is None or trainer.args.world_size <= 1 or trainer.args.device.type != "cpu":
-            return original(checkpoint)
-        torch_load = torch.load
+            return call(checkpoint)
+        with torch_load_on_plain_cpu():
+            return call(checkpoint)
 
-        def load_on_cpu(*args: Any, **kwargs: Any) -> Any:
-            if str(kwargs.get("map_location", "")).startswith("cpu:"):
-                kwargs["map_location"] = "cpu"
-            return torch_load(*args, **kwargs)
-
-        torch.load = load_on_cpu
-        try:
-            return original(checkpoint)
-        finally:
-            torch.load = torch_load
-
-    trainer._load_optimizer_and_scheduler = load
+    hook(trainer, "_load_optimizer_and_scheduler", load)

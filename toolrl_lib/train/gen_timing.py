@@ -5,7 +5,7 @@ in the backward pass's all-reduce. A step therefore costs the *slowest* rank's g
 and ``metrics.csv`` (rank 0's view) cannot say whether a rank waited. These lines can:
 ``benchmarks/multi_gpu.py`` reads them to split a step into generation, waiting and training.
 
-It wraps TRL's rollout method (``trl_generation.generation_method``: the call around
+It wraps TRL's rollout method (``trl_compat.generation_method``: the call around
 ``model.generate``, which holds no collective under DDP). Wrapping TRL 1.x's ``_generate``
 instead, as the first version did, times a gather of every rank's lengths too: each rank
 then "finishes" with the slowest, and the wait reads ~0 whatever happened.
@@ -19,7 +19,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from toolrl_lib.train.trl_generation import completion_ids_of, generation_method
+from toolrl_lib.train.trl_compat import completion_ids_of, generation_method, hook
 
 
 def timing_file(run_dir: str | Path, rank: int) -> Path:
@@ -31,16 +31,16 @@ def record_generation_times(trainer: Any, path: str | Path, rank: int) -> bool:
     call of ``trainer`` to ``path``; returns False (and warns) when TRL's rollout method is
     not found (then nothing is timed and training goes on)."""
     try:
-        name, original = generation_method(trainer)
+        name, _ = generation_method(trainer)
     except RuntimeError as err:
         warnings.warn(f"generation times are not recorded: {err}", stacklevel=2)
         return False
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
 
-    def timed_generate(*args: Any, **kwargs: Any) -> Any:
+    def timed_generate(call: Any, *args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter()
-        out = original(*args, **kwargs)  # completions come back as token-id lists: GPU work is done
+        out = call(*args, **kwargs)  # completions come back as token-id lists: GPU work is done
         seconds = time.perf_counter() - start
         completion_ids = completion_ids_of(name, out)
         row = {"rank": rank, "step": trainer.state.global_step, "seconds": round(seconds, 4),
@@ -50,7 +50,7 @@ def record_generation_times(trainer: Any, path: str | Path, rank: int) -> bool:
             handle.write(json.dumps(row) + "\n")
         return out
 
-    setattr(trainer, name, timed_generate)
+    hook(trainer, name, timed_generate)
     return True
 
 

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from toolrl_lib.train.trl_generation import generation_method
+from toolrl_lib.train.trl_compat import hook_rollout
 
 
 def _lora_layers(model: Any) -> list[Any]:
@@ -66,15 +66,13 @@ def lora_merged(model: Any) -> Iterator[Any]:
 def generate_with_merged_lora(trainer: Any) -> str:
     """Make ``trainer`` (a TRL GRPOTrainer on a PEFT LoRA model) roll out with merged weights;
     returns the name of the generation method it wrapped."""
-    name, method = generation_method(trainer)
     peft_model = trainer.accelerator.unwrap_model(trainer.model)
 
-    def merged_rollout(*args: Any, **kwargs: Any) -> Any:
+    def merged_rollout(call: Any, *args: Any, **kwargs: Any) -> Any:
         with lora_merged(peft_model):
-            return method(*args, **kwargs)
+            return call(*args, **kwargs)
 
-    setattr(trainer, name, merged_rollout)
-    return name
+    return hook_rollout(trainer, merged_rollout)
 
 
 def merged_path_check(model: Any, input_ids: Any, new_tokens: int = 8, lora_b_std: float = 0.05,

@@ -1,6 +1,7 @@
 """``RLSDGRPOTrainer``: TRL's GRPOTrainer plus RLSD token weights (see ``rlsd`` for formulas).
 
-One extension point is used: ``_generate_and_score_completions``. After TRL has generated,
+One extension point is used: ``_generate_and_score_completions`` (with every other TRL
+internal this trainer overrides or calls, it is listed and checked in ``trl_compat``). After TRL has generated,
 scored and computed the sequence advantages A (shape (B,)), this subclass runs one
 no-grad teacher forward pass on (prompt + privileged text + completion), computes
 Δ_t and w_t, and hands TRL token advantages Â_t of shape (B, T). TRL's ``_compute_loss``
@@ -26,6 +27,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 from trl.models.utils import disable_gradient_checkpointing
 
+from toolrl_lib.train import trl_compat
 from toolrl_lib.train.cpu_logprob import install_cpu_logprob_fallback
 from toolrl_lib.train.rlsd import RLSDConfig, effective_lambda
 from toolrl_lib.train.rlsd_context import PrivilegedPrompter
@@ -74,6 +76,7 @@ class RLSDGRPOTrainer(GRPOTrainer):
 
     def __init__(self, *args: Any, rlsd: RLSDConfig | None = None, **kwargs: Any) -> None:
         self.rlsd = rlsd if rlsd is not None else RLSDConfig()
+        trl_compat.require_trl(GRPOTrainer)  # the internals overridden and called below
         grpo_args = kwargs.get("args") if "args" in kwargs else (args[2] if len(args) > 2 else None)
         if grpo_args is not None and getattr(grpo_args, "loss_type", None) == "rlsd":
             grpo_args.loss_type = self.rlsd.base_loss_type
@@ -136,9 +139,8 @@ class RLSDGRPOTrainer(GRPOTrainer):
         ids = torch.cat([prompt_ids, completion_ids], dim=1)
         attention = torch.cat([prompt_mask, output["completion_mask"]], dim=1)
         with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
-            logps, _, _ = self._get_per_token_logps_and_entropies(
-                model, ids, attention, completion_ids.size(1), batch_size=self._forward_batch_size()
-            )
+            logps = trl_compat.per_token_logps(self, model, ids, attention, completion_ids.size(1),
+                                               self._forward_batch_size())
         if logps is None or tuple(logps.shape) != tuple(completion_ids.shape):
             raise RuntimeError(
                 f"RLSD expected per-token log-probs of shape {tuple(completion_ids.shape)} from "
@@ -149,8 +151,7 @@ class RLSDGRPOTrainer(GRPOTrainer):
         return logps
 
     def _teacher_logps(self, inputs: list[dict[str, Any]], output: dict[str, Any]) -> torch.Tensor:
-        prompt_ids_list, _, _ = self._tokenize_prompts(self.teacher_prompts(inputs))
-        prompt_ids_list = [list(map(int, ids)) for ids in prompt_ids_list]
+        prompt_ids_list = trl_compat.tokenize_prompts(self, self.teacher_prompts(inputs))
         device = output["completion_ids"].device
         prompt_ids, prompt_mask = _left_pad(prompt_ids_list, self._tokenizer.pad_token_id, device)
         with self.rlsd_teacher.active(self.model) as teacher_model:
@@ -170,8 +171,8 @@ class RLSDGRPOTrainer(GRPOTrainer):
         reduced["weight_max"] = self.accelerator.gather(stats["weight_max"].float().reshape(1)).max()
         for name, value in finish_stats(reduced).items():
             if not math.isnan(value):  # no A != 0 tokens (all groups tied): nothing to report
-                self._metrics[mode][f"rlsd/{name}"].append(value)
-        self._metrics[mode]["rlsd/lambda"].append(lam)
+                trl_compat.log_metric(self, mode, f"rlsd/{name}", value)
+        trl_compat.log_metric(self, mode, "rlsd/lambda", lam)
 
     def _save_checkpoint(self, model: Any, trial: Any) -> None:
         super()._save_checkpoint(model, trial)
