@@ -16,18 +16,7 @@ from typing import Any, Literal
 from toolrl_lib.config import ConfigError, apply_overrides, from_dict, load_yaml, to_dict
 from toolrl_lib.data.example import KINDS
 from toolrl_lib.envs.config import MultiTurnSection, multi_turn_violations
-
-try:  # F's module; the section is a placeholder until it exists.
-    from toolrl_lib.train.rlsd import RLSDConfig
-
-    HAVE_RLSD = True
-except ImportError:  # pragma: no cover - depends on the checkout state
-
-    @dataclass
-    class RLSDConfig:  # type: ignore[no-redef]
-        """Placeholder: ``toolrl_lib.train.rlsd`` is not available in this checkout."""
-
-    HAVE_RLSD = False
+from toolrl_lib.train.rlsd import RLSDConfig
 
 LOSS_TYPES = ("grpo", "dapo", "dr_grpo", "gspo", "rlsd")
 BACKENDS = ("auto", "peft", "unsloth")
@@ -302,8 +291,6 @@ def _violations(c: RunConfig, processes: int) -> list[tuple[str, Any, str]]:
              f"unknown reward component; use {list(REWARD_COMPONENTS)}")
     # grpo
     rule(g.loss_type in LOSS_TYPES, "grpo.loss_type", g.loss_type, f"unknown loss type; use {list(LOSS_TYPES)}")
-    rule(g.loss_type != "rlsd" or HAVE_RLSD, "grpo.loss_type", g.loss_type,
-         "needs toolrl_lib.train.rlsd (RLSDGRPOTrainer), which is not importable")
     rule(g.num_generations >= 2, "grpo.num_generations", g.num_generations,
          "must be >= 2 (with one completion per prompt the group-relative advantage is always 0)")
     gen_batch = generation_batch_size(g, processes)
@@ -373,21 +360,15 @@ def _violations(c: RunConfig, processes: int) -> list[tuple[str, Any, str]]:
 
 
 def _families() -> tuple[str, ...]:
-    try:
-        from toolrl_lib.prompts import FAMILIES
+    from toolrl_lib.prompts import FAMILIES
 
-        return tuple(FAMILIES)
-    except ImportError:  # B's module not yet present: the contract's list
-        return ("qwen3", "hermes", "llama3", "mistral")
+    return tuple(FAMILIES)
 
 
 def _schemes() -> tuple[str, ...]:
-    try:
-        from toolrl_lib.rewards import SCHEMES
+    from toolrl_lib.rewards import SCHEMES
 
-        return tuple(SCHEMES)
-    except ImportError:
-        return ("weighted", "binary", "fine_grained")
+    return tuple(SCHEMES)
 
 
 def _reward_ranges() -> dict[str, tuple[float, float]]:
