@@ -43,10 +43,10 @@ def test_grpo_mix_adds_hard_negatives_and_orders_kinds():
 
 
 def test_balance_kinds_turns_off_trl_shuffle(tmp_path):
-    from toolrl_lib.train.run import RunPaths, grpo_args
+    from toolrl_lib.train.run import RunDir, grpo_args
 
     for balanced in (False, True):
         config = load_run_config("configs/smoke.yaml", [f"data.balance_kinds={str(balanced).lower()}",
                                                          "device=cpu"])
-        args = grpo_args(config, RunPaths(tmp_path), "cpu")
+        args = grpo_args(config, RunDir(tmp_path), "cpu")
         assert args.shuffle_dataset is (not balanced)

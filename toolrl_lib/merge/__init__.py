@@ -23,7 +23,13 @@ hub upload), ``report`` (options, report, errors), ``display`` and ``plots`` (no
 This package namespace is the merge API the CLI, notebook 04 and the tests use.
 """
 
-from toolrl_lib.merge.checks import DTYPES, FIXED_PROMPTS, LOGIT_TOLERANCE, logit_limits
+from toolrl_lib.merge.checks import (
+    DTYPES,
+    FIXED_PROMPTS,
+    LOGIT_TOLERANCE,
+    compare_generations,
+    logit_limits,
+)
 from toolrl_lib.merge.core import choose_backend, merge_adapter, merge_run, save_merged
 from toolrl_lib.merge.display import side_by_side, summary_rows
 from toolrl_lib.merge.inputs import (
@@ -33,7 +39,7 @@ from toolrl_lib.merge.inputs import (
     resolve_checkpoint,
     run_settings,
 )
-from toolrl_lib.merge.publish import is_complete_merge, push_to_hub
+from toolrl_lib.merge.publish import is_complete_merge, push_to_hub, sha256_of
 from toolrl_lib.merge.report import (
     BACKENDS,
     MERGE_INFO,
@@ -47,8 +53,9 @@ from toolrl_lib.run_dir import ADAPTER_CONFIG, RUN_INFO, read_run_info, resolve_
 __all__ = [
     "ADAPTER_CONFIG", "BACKENDS", "DTYPES", "FIXED_PROMPTS", "LOGIT_TOLERANCE", "MERGE_INFO",
     "RUN_INFO", "MergeError", "MergeOptions", "MergeReport", "MergeVerificationError",
-    "adapter_base_name", "check_adapter_folder", "choose_backend", "default_output",
+    "adapter_base_name", "check_adapter_folder", "choose_backend", "compare_generations",
+    "default_output",
     "is_complete_merge", "logit_limits", "merge_adapter", "merge_run", "push_to_hub",
     "read_run_info", "resolve_base", "resolve_checkpoint", "run_settings", "save_merged",
-    "side_by_side", "summary_rows",
+    "sha256_of", "side_by_side", "summary_rows",
 ]

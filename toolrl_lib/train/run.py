@@ -24,13 +24,11 @@ from toolrl_lib.profiling import stage
 from toolrl_lib.run_dir import RunDir, RunInfo, update_run_info, write_run_info
 from toolrl_lib.train.config import RunConfig, best_validation_key, save_run_config, validate
 from toolrl_lib.train.distributed import Dist
+from toolrl_lib.train.run_validation import evaluate_saved, validation_scores
 
 
 class TrainingStopped(RuntimeError):
     """The run stopped early (OOM, NaN loss); the message says why and how to go on."""
-
-
-RunPaths = RunDir  # the run directory's paths (toolrl_lib.run_dir)
 
 
 def latest_checkpoint(folder: str | Path) -> Path | None:
@@ -145,49 +143,6 @@ def leave_zero3_loading() -> None:
     unset_hf_deepspeed_config()
 
 
-def validation_scores(
-    config: RunConfig, model: Any, tokenizer: Any, examples: list[Any], family: str
-) -> dict[str, float]:
-    from toolrl_lib.evaluate.mean_at_k import mean_at_k
-
-    v = config.validation
-    result = mean_at_k(
-        model, tokenizer, examples, family, k=v.k, schemes=tuple(v.schemes),
-        max_new_tokens=v.max_new_tokens, temperature=v.temperature, top_p=v.top_p,
-        batch_size=v.batch_size, seed=config.seed,
-    )
-    scores = {**result.scores, **result.rates()}
-    from toolrl_lib.evaluate.mean_at_k import kind_scores
-
-    scores.update(kind_scores(result.per_example, tuple(v.schemes), v.k))  # per kind + summary
-    return scores
-
-
-def evaluate_saved(
-    config: RunConfig, model_path: str, adapter_dir: Path | None, examples: list[Any], family: str,
-    device: str,
-) -> dict[str, float]:
-    """mean@k of a model loaded fresh from disk (base, base + saved adapter, or a saved full
-    model when ``adapter_dir`` holds one)."""
-    from toolrl_lib.models import load_model, load_tokenizer
-    from toolrl_lib.train.backend import is_full_model, load_adapter_model
-    from toolrl_lib.train.callbacks import forked_rng
-
-    if adapter_dir is not None and is_full_model(adapter_dir):
-        model_path, adapter_dir = str(adapter_dir), None
-    tokenizer = load_tokenizer(model_path)
-    if adapter_dir is None:
-        model = load_model(model_path, dtype=config.model.dtype, device=device)
-    else:
-        model = load_adapter_model(model_path, str(adapter_dir), config.model.dtype, device)
-    model.eval()
-    with forked_rng():
-        scores = validation_scores(config, model, tokenizer, examples, family)
-    del model
-    release_memory()
-    return scores
-
-
 def train(
     config: RunConfig, out_dir: str | Path, resume: bool = False, callbacks: list[Any] | None = None,
     reward_funcs: list[Any] | None = None,
@@ -256,8 +211,6 @@ def _train(
         to_dataset,
     )
     from toolrl_lib.train.mix import grpo_mix, validation_set
-    from toolrl_lib.train.priming import is_primed, prime, prime_in_subprocess
-
     dist = dist or Dist()
     say = dist.say
     start_model = resolve_model(config.model.name)
@@ -277,31 +230,8 @@ def _train(
     # Rank 0 alone: "before" validation, priming, run_info; the other ranks wait, then load.
     base_model = str(paths.primed_model) if config.priming.enabled else start_model
     if dist.main:
-        if before:
-            say(f"validation mean@{v.k} of the start model on {len(val_examples)} examples ...")
-            t0 = time.perf_counter()
-            with stage("validation: base"):
-                scores = evaluate_saved(config, start_model, None, val_examples, family, device)
-            val_log.record(0, "base", scores, time.perf_counter() - t0)
-            say(f"  base: {_fmt(scores)}")
-        if config.priming.enabled and not is_primed(paths.primed_model):
-            say(f"format priming: {config.priming.max_steps} SFT steps on "
-                f"{min(config.priming.num_examples, len(train_examples))} examples ...")
-            if dist.world_size > 1:  # a one-process SFT, outside the launched group
-                prime_in_subprocess(paths.config, start_model, family, paths.primed_model, device,
-                                    dist.local_rank)
-            else:
-                with stage("priming"):
-                    prime(config, start_model, train_examples, family, paths.primed_model, device)
-        if config.priming.enabled and before:
-            t0 = time.perf_counter()
-            with stage("validation: primed"):
-                scores = evaluate_saved(config, base_model, None, val_examples, family, device)
-            val_log.record(0, "primed", scores, time.perf_counter() - t0)
-            say(f"  primed: {_fmt(scores)}")
-        write_run_info(paths.root, RunInfo(
-            base_model=base_model, model_name=config.model.name, family=family, backend=backend,
-            seed=config.seed, primed=config.priming.enabled, lora=config.lora.enabled))
+        _before_grpo(config, paths, start_model, base_model, family, backend, device, dist,
+                     train_examples, val_examples, val_log, before)
     dist.barrier()
     train_examples, report = _filtered(config, paths, base_model, train_examples, family, device,
                                        resumed=checkpoint is not None, dist=dist)
@@ -400,6 +330,41 @@ def _train(
             _copy_dir(paths.last, paths.best)
     dist.barrier()
     return paths.root
+
+
+def _before_grpo(config: RunConfig, paths: RunDir, start_model: str, base_model: str, family: str,
+                 backend: str, device: str, dist: Dist, train_examples: list[Any],
+                 val_examples: list[Any], val_log: Any, before: bool) -> None:
+    """Rank 0, before GRPO: validation of the start model, format priming (in a subprocess
+    under several processes), validation of the primed model, and ``run_info.json``."""
+    from toolrl_lib.train.priming import is_primed, prime, prime_in_subprocess
+
+    say, v = dist.say, config.validation
+    if before:
+        say(f"validation mean@{v.k} of the start model on {len(val_examples)} examples ...")
+        t0 = time.perf_counter()
+        with stage("validation: base"):
+            scores = evaluate_saved(config, start_model, None, val_examples, family, device)
+        val_log.record(0, "base", scores, time.perf_counter() - t0)
+        say(f"  base: {_fmt(scores)}")
+    if config.priming.enabled and not is_primed(paths.primed_model):
+        say(f"format priming: {config.priming.max_steps} SFT steps on "
+            f"{min(config.priming.num_examples, len(train_examples))} examples ...")
+        if dist.world_size > 1:  # a one-process SFT, outside the launched group
+            prime_in_subprocess(paths.config, start_model, family, paths.primed_model, device,
+                                dist.local_rank)
+        else:
+            with stage("priming"):
+                prime(config, start_model, train_examples, family, paths.primed_model, device)
+    if config.priming.enabled and before:
+        t0 = time.perf_counter()
+        with stage("validation: primed"):
+            scores = evaluate_saved(config, base_model, None, val_examples, family, device)
+        val_log.record(0, "primed", scores, time.perf_counter() - t0)
+        say(f"  primed: {_fmt(scores)}")
+    write_run_info(paths.root, RunInfo(
+        base_model=base_model, model_name=config.model.name, family=family, backend=backend,
+        seed=config.seed, primed=config.priming.enabled, lora=config.lora.enabled))
 
 
 def _filtered(
