@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from toolrl_lib.atomic import staged_dir
 from toolrl_lib.data.example import Example
 from toolrl_lib.memory import release_memory
 from toolrl_lib.train.config import RunConfig
@@ -106,20 +107,17 @@ def prime(
     start = time.perf_counter()
     result = trainer.train()
     merged = peft_model.merge_and_unload()
-    staging = out_dir.parent / (out_dir.name + ".tmp")
-    shutil.rmtree(staging, ignore_errors=True)
-    merged.save_pretrained(staging, safe_serialization=True)
-    tokenizer.padding_side = "left"
-    tokenizer.save_pretrained(staging)
-    losses = [row["loss"] for row in trainer.state.log_history if "loss" in row]
-    info = {
-        "base_model": base_path, "family": family, "steps": trainer.state.global_step,
-        "examples": report.to_dict(), "train_loss": result.training_loss, "losses": losses,
-        "seconds": round(time.perf_counter() - start, 1),
-    }
-    (staging / PRIMING_MARKER).write_text(json.dumps(info, indent=2), encoding="utf-8")
-    shutil.rmtree(out_dir, ignore_errors=True)
-    staging.rename(out_dir)
+    with staged_dir(out_dir) as staging:  # the marker is written last: no marker, no primed model
+        merged.save_pretrained(staging, safe_serialization=True)
+        tokenizer.padding_side = "left"
+        tokenizer.save_pretrained(staging)
+        losses = [row["loss"] for row in trainer.state.log_history if "loss" in row]
+        info = {
+            "base_model": base_path, "family": family, "steps": trainer.state.global_step,
+            "examples": report.to_dict(), "train_loss": result.training_loss, "losses": losses,
+            "seconds": round(time.perf_counter() - start, 1),
+        }
+        (staging / PRIMING_MARKER).write_text(json.dumps(info, indent=2), encoding="utf-8")
     shutil.rmtree(work, ignore_errors=True)
     del trainer, peft_model, merged, model
     release_memory()
