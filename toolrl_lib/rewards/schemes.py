@@ -1,5 +1,8 @@
 """The three reward schemes, as pure functions of (completion, ground truth, tools).
 
+Each scheme is one ``Scheme`` (name, range of its total, rule) registered by name in
+``REGISTRY`` (``register_scheme``); ``score``, the TRL wrapper and the run config look it up there.
+
 Notation: the completion is parsed by the family adapter into ``p`` predicted calls; the
 ground truth has ``g`` calls; ``M`` is the set of (predicted, gold) pairs chosen by
 ``matching.assign`` (same name, best summed argument credit); ``n = max(p, g)``.
@@ -49,16 +52,15 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from toolrl_lib.prompts import get_adapter
 from toolrl_lib.rewards.matching import argument_stats, assign, tool_properties
 
-SCHEMES = ("weighted", "binary", "fine_grained")
 COMPONENTS = ("format", "name", "args", "reasoning")
 DEFAULT_WEIGHTS = {"format": 0.2, "name": 0.2, "args": 0.4, "reasoning": 0.2}
-RANGES = {"weighted": (-1.0, 1.0), "binary": (0.0, 1.0), "fine_grained": (-3.0, 4.0)}
 MIN_REASONING_WORDS = 3
 MIN_COPY_CHARS = 20  # reasoning this long that appears verbatim in the prompt is "copied"
 
@@ -83,8 +85,8 @@ class RewardBreakdown:
 
 def reward_range(scheme: str) -> tuple[float, float]:
     """``(lowest, highest)`` total a scheme can give."""
-    if scheme not in RANGES:
-        raise ValueError(f"unknown reward scheme {scheme!r}; expected one of {SCHEMES}")
+    if scheme not in REGISTRY:
+        raise ValueError(f"unknown reward scheme {scheme!r}; expected one of {tuple(REGISTRY)}")
     return RANGES[scheme]
 
 
@@ -145,6 +147,39 @@ def reasoning_score(reasoning: str | None, context: str | None = None) -> float:
     return 1.0
 
 
+@dataclass
+class Scored:
+    """What every scheme's rule reads: the parsed completion against the ground truth."""
+
+    pred: list[dict[str, Any]]
+    gold: list[dict[str, Any]]
+    props: dict[str, Any]
+    pairs: list[tuple[int, int, float]]
+    fmt: float
+    reasoning: float
+    weights: dict[str, float]
+    common: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """A reward scheme: its name, the range of its total and its rule (``Scored`` -> breakdown)."""
+
+    name: str
+    range: tuple[float, float]
+    rule: Callable[[Scored], RewardBreakdown]
+
+
+REGISTRY: dict[str, Scheme] = {}
+
+
+def register_scheme(scheme: Scheme) -> Scheme:
+    """Add a scheme under its name (``score``, the TRL wrapper and the config accept it)."""
+    REGISTRY[scheme.name] = scheme
+    RANGES[scheme.name] = scheme.range
+    return scheme
+
+
 def _score(completion, ground_truth, tools, scheme, family, weights, context) -> RewardBreakdown:
     parsed = get_adapter(family).parse(completion)
     if parsed.refused:  # over the length cap / not text: the scheme's minimum, never credit
@@ -156,32 +191,39 @@ def _score(completion, ground_truth, tools, scheme, family, weights, context) ->
     pairs = assign(pred, gold, props) if gold and pred else []
     fmt = 1.0 if parsed.valid else 0.0
     reasoning = reasoning_score(parsed.reasoning, context)
+    common = dict(scheme=scheme, n_pred=len(pred), n_gold=len(gold), error=parsed.error)
+    return REGISTRY[scheme].rule(Scored(pred, gold, props, pairs, fmt, reasoning, weights, common))
+
+
+def _weighted(s: Scored) -> RewardBreakdown:
+    p, g = len(s.pred), len(s.gold)
+    n = max(p, g)
+    name = len(s.pairs) / n if n else 1.0
+    args = sum(credit for _, _, credit in s.pairs) / n if n else 1.0
+    w = s.weights
+    raw = w["format"] * s.fmt + w["name"] * name + w["args"] * args + w["reasoning"] * s.reasoning
+    total = 2.0 * raw / sum(w.values()) - 1.0
+    return RewardBreakdown(s.fmt, name, args, s.reasoning, _clip(total, "weighted"), **s.common)
+
+
+def _binary(s: Scored) -> RewardBreakdown:
+    p, g = len(s.pred), len(s.gold)
+    names_equal = Counter(c["name"] for c in s.pred) == Counter(c["name"] for c in s.gold)
+    exact = p == g and len(s.pairs) == g and all(credit == 1.0 for _, _, credit in s.pairs)
+    total = 1.0 if exact else 0.0  # BFCL's verdict: the decoded calls, not the wrapping
+    return RewardBreakdown(s.fmt, float(names_equal), float(exact), s.reasoning, total, **s.common)
+
+
+def _fine_grained(s: Scored) -> RewardBreakdown:
+    pred, gold = s.pred, s.gold
     p, g = len(pred), len(gold)
-    common = dict(scheme=scheme, n_pred=p, n_gold=g, error=parsed.error)
-
-    if scheme == "weighted":
-        n = max(p, g)
-        name = len(pairs) / n if n else 1.0
-        args = sum(credit for _, _, credit in pairs) / n if n else 1.0
-        w = weights
-        raw = w["format"] * fmt + w["name"] * name + w["args"] * args + w["reasoning"] * reasoning
-        total = 2.0 * raw / sum(w.values()) - 1.0
-        return RewardBreakdown(fmt, name, args, reasoning, _clip(total, scheme), **common)
-
-    names_equal = Counter(c["name"] for c in pred) == Counter(c["name"] for c in gold)
-    if scheme == "binary":
-        exact = p == g and len(pairs) == g and all(credit == 1.0 for _, _, credit in pairs)
-        total = 1.0 if exact else 0.0  # BFCL's verdict: the decoded calls, not the wrapping
-        return RewardBreakdown(fmt, float(names_equal), float(exact), reasoning, total, **common)
-
-    # fine_grained
     pred_names, gold_names = Counter(c["name"] for c in pred), Counter(c["name"] for c in gold)
     union = sum((pred_names | gold_names).values())
     r_name = sum((pred_names & gold_names).values()) / union if union else 1.0
     r_param = r_value = 0.0
-    for i, j, _ in pairs:
+    for i, j, _ in s.pairs:
         name = gold[j]["name"]
-        matched, key_union, shared, _ = argument_stats(pred[i]["arguments"], gold[j]["arguments"], props.get(name, {}))
+        matched, key_union, shared, _ = argument_stats(pred[i]["arguments"], gold[j]["arguments"], s.props.get(name, {}))
         r_param += shared / key_union if key_union else 1.0
         r_value += matched
     gold_keys = sum(len(call["arguments"]) for call in gold)
@@ -191,7 +233,15 @@ def _score(completion, ground_truth, tools, scheme, family, weights, context) ->
         args = (r_param + r_value) / (g + gold_keys)
     else:
         args = 1.0 if p == 0 else 0.0
-    return RewardBreakdown(fmt, r_name, args, reasoning, _clip(fmt + correctness, scheme), **common)
+    return RewardBreakdown(s.fmt, r_name, args, s.reasoning, _clip(s.fmt + correctness, "fine_grained"),
+                           **s.common)
+
+
+RANGES: dict[str, tuple[float, float]] = {}
+register_scheme(Scheme("weighted", (-1.0, 1.0), _weighted))
+register_scheme(Scheme("binary", (0.0, 1.0), _binary))
+register_scheme(Scheme("fine_grained", (-3.0, 4.0), _fine_grained))
+SCHEMES = tuple(REGISTRY)  # the built-in schemes, in the order tables show them
 
 
 def _clip(total: float, scheme: str) -> float:
@@ -213,8 +263,8 @@ def score(
 
     ``context`` (e.g. the prompt) is used only to detect reasoning copied from it.
     """
-    if scheme not in RANGES:
-        raise ValueError(f"unknown reward scheme {scheme!r}; expected one of {SCHEMES}")
+    if scheme not in REGISTRY:
+        raise ValueError(f"unknown reward scheme {scheme!r}; expected one of {tuple(REGISTRY)}")
     get_adapter(family)
     resolved = DEFAULT_WEIGHTS if weights is None or scheme != "weighted" else resolve_weights(weights)
     return score_resolved(completion, ground_truth, tools, scheme, family, resolved, context)

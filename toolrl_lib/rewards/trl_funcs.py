@@ -18,7 +18,7 @@ from typing import Any
 
 from toolrl_lib.prompts import get_adapter
 from toolrl_lib.rewards.groups import kind_metrics
-from toolrl_lib.rewards.schemes import COMPONENTS, SCHEMES, resolve_weights, score_resolved
+from toolrl_lib.rewards.schemes import COMPONENTS, REGISTRY, resolve_weights, score_resolved
 from toolrl_lib.rewards.shaping import Shaping, check_shaping, shape, spurious_default
 
 RewardFunc = Callable[..., list[float]]
@@ -53,8 +53,8 @@ def make_reward_funcs(scheme: str = "weighted", family: str = "hermes", weights:
     """``[reward_<scheme>]`` for ``GRPOTrainer(reward_funcs=...)``; validates arguments now.
 
     ``shaping``: abstention-aware payouts on top of the scheme (``toolrl_lib.rewards.shaping``)."""
-    if scheme not in SCHEMES:
-        raise ValueError(f"unknown reward scheme {scheme!r}; expected one of {SCHEMES}")
+    if scheme not in REGISTRY:
+        raise ValueError(f"unknown reward scheme {scheme!r}; expected one of {tuple(REGISTRY)}")
     get_adapter(family)
     resolved = resolve_weights(weights)
     shaping = check_shaping(shaping or Shaping(), scheme)

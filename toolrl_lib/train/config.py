@@ -366,15 +366,15 @@ def _families() -> tuple[str, ...]:
 
 
 def _schemes() -> tuple[str, ...]:
-    from toolrl_lib.rewards import SCHEMES
+    from toolrl_lib.rewards.schemes import REGISTRY
 
-    return tuple(SCHEMES)
+    return tuple(REGISTRY)
 
 
 def _reward_ranges() -> dict[str, tuple[float, float]]:
-    from toolrl_lib.rewards.schemes import RANGES
+    from toolrl_lib.rewards.schemes import REGISTRY
 
-    return dict(RANGES)
+    return {name: scheme.range for name, scheme in REGISTRY.items()}
 
 
 def load_run_config(
