@@ -28,7 +28,6 @@ from toolrl_lib.data.errors import RowError, id_part
 from toolrl_lib.data.example import Example
 from toolrl_lib.data.validate import validate_example
 
-SOURCES = ("xlam", "toolace", "bfcl", "synthetic", "parquet")
 MAX_DROP_RECORDS = 100_000
 
 
@@ -89,34 +88,65 @@ def _detect_format(record: dict[str, Any]) -> str:
     return "xlam"
 
 
-def _converter(source: str, opts: dict[str, Any]) -> Callable[[dict[str, Any], str], list[Example]]:
+Rows = Iterator[tuple[str, Any, Any]]  # (label, raw record or RowError, per-row extra)
+Convert = Callable[[dict[str, Any], str, Any], list[Example]]
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """A data source: where its raw rows come from and how one row becomes examples.
+
+    ``rows(input_path, opts)`` yields ``(label, record, extra)``; ``converter(opts, partial)``
+    returns the row converter (``partial`` collects a ToolACE dialogue's bad later steps when
+    not strict; sources without partial rows ignore it)."""
+
+    name: str
+    rows: Callable[[str | Path | None, dict[str, Any]], Rows]
+    converter: Callable[[dict[str, Any], list[RowError] | None], Convert]
+
+
+SOURCE_REGISTRY: dict[str, DataSource] = {}
+
+
+def register_source(source: DataSource) -> DataSource:
+    """Add a source under its name (``load_source``/``prepare`` and the CLI accept it)."""
+    SOURCE_REGISTRY[source.name] = source
+    return source
+
+
+def _file_rows(hub: str | None) -> Callable[[str | Path | None, dict[str, Any]], Rows]:
+    def rows(input_path: str | Path | None, opts: dict[str, Any]) -> Rows:
+        from toolrl_lib.data.readers import open_rows
+
+        return ((label, record, None) for label, record in open_rows(input_path, hub))
+    return rows
+
+
+def _format_converters(opts: dict[str, Any], partial: list[RowError] | None) -> dict[str, Convert]:
     from toolrl_lib.data.parquet import parquet_row_to_example
     from toolrl_lib.data.toolace import toolace_row_to_examples
     from toolrl_lib.data.xlam import xlam_row_to_example
 
     no_call = bool(opts.get("no_call_steps", True))
-    partial: list[RowError] | None = opts.get("_partial_errors")
-    by_format = {
-        "xlam": lambda r, label: [xlam_row_to_example(r, label)],
-        "toolace": lambda r, label: toolace_row_to_examples(r, label, no_call_steps=no_call,
-                                                            errors=partial),
-        "parquet": lambda r, label: [parquet_row_to_example(r, label)],
+    return {
+        "xlam": lambda r, label, _: [xlam_row_to_example(r, label)],
+        "toolace": lambda r, label, _: toolace_row_to_examples(r, label, no_call_steps=no_call,
+                                                               errors=partial),
+        "parquet": lambda r, label, _: [parquet_row_to_example(r, label)],
     }
-    if source in by_format:
-        return by_format[source]
-    # synthetic rows from a file: xLAM or ToolACE rows, told apart by their columns
-    def convert(record: dict[str, Any], label: str) -> list[Example]:
-        examples = by_format[_detect_format(record)](record, label)
-        stem = "synthetic-" + id_part(label)
-        for step, example in enumerate(examples):
-            example.source = "synthetic"
-            example.id = stem if len(examples) == 1 else f"{stem}-{step}"
-        return examples
-    return convert
 
 
-def _synthetic_rows(opts: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Generated examples emitted as raw xLAM / ToolACE rows (alternating)."""
+def _format_source(name: str, hub: str | None) -> DataSource:
+    return DataSource(name, _file_rows(hub),
+                      lambda opts, partial: _format_converters(opts, partial)[name])
+
+
+def _synthetic_rows(input_path: str | Path | None, opts: dict[str, Any]) -> Rows:
+    """Generated examples emitted as raw xLAM / ToolACE rows (alternating), or such rows read
+    from a file (``toolrl data generate``)."""
+    if input_path is not None:
+        yield from _file_rows(None)(input_path, opts)
+        return
     from toolrl_lib.data.synthetic import generate_examples, to_raw
 
     examples = generate_examples(int(opts.get("n", 1000)), seed=int(opts.get("synthetic_seed",
@@ -125,18 +155,49 @@ def _synthetic_rows(opts: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]
     for index, example in enumerate(examples):
         fmt = formats[index % len(formats)]
         row = to_raw([example], fmt)[0]
-        yield f"{fmt}:{example.id.removeprefix('synthetic-')}", row
+        yield f"{fmt}:{example.id.removeprefix('synthetic-')}", row, None
 
 
-def _raw_rows(source: str, input_path: str | Path | None, opts: dict[str, Any]) -> Iterator[Any]:
-    from toolrl_lib.data.readers import open_rows
+def _synthetic_converter(opts: dict[str, Any], partial: list[RowError] | None) -> Convert:
+    """xLAM or ToolACE rows, told apart by their columns, relabelled as synthetic."""
+    by_format = _format_converters(opts, partial)
+
+    def convert(record: dict[str, Any], label: str, extra: Any) -> list[Example]:
+        examples = by_format[_detect_format(record)](record, label, extra)
+        stem = "synthetic-" + id_part(label)
+        for step, example in enumerate(examples):
+            example.source = "synthetic"
+            example.id = stem if len(examples) == 1 else f"{stem}-{step}"
+        return examples
+    return convert
+
+
+def _bfcl_rows(input_path: str | Path | None, opts: dict[str, Any]) -> Rows:
+    from toolrl_lib.data.bfcl_source import TRAINABLE_UNSCORED, iter_bfcl_rows
+
+    return ((label, record, (category, answer)) for label, record, category, answer in
+            iter_bfcl_rows(input_path, tuple(opts.get("categories") or TRAINABLE_UNSCORED)))
+
+
+def _bfcl_converter(opts: dict[str, Any], partial: list[RowError] | None) -> Convert:
+    from toolrl_lib.data.bfcl_source import bfcl_row_to_example
+
+    return lambda record, label, extra: [bfcl_row_to_example(record, *extra)]
+
+
+def _register_builtin_sources() -> None:
     from toolrl_lib.data.toolace import HUB_ID as TOOLACE_HUB
     from toolrl_lib.data.xlam import HUB_ID as XLAM_HUB
 
-    if source == "synthetic" and input_path is None:
-        return _synthetic_rows(opts)
-    hub = {"xlam": XLAM_HUB, "toolace": TOOLACE_HUB}.get(source)
-    return open_rows(input_path, hub)
+    register_source(_format_source("xlam", XLAM_HUB))
+    register_source(_format_source("toolace", TOOLACE_HUB))
+    register_source(DataSource("bfcl", _bfcl_rows, _bfcl_converter))
+    register_source(DataSource("synthetic", _synthetic_rows, _synthetic_converter))
+    register_source(_format_source("parquet", None))
+
+
+_register_builtin_sources()
+SOURCES = tuple(SOURCE_REGISTRY)  # the built-in sources: xlam, toolace, bfcl, synthetic, parquet
 
 
 def load_source(source: str, input_path: str | Path | None = None, *, strict: bool = False,
@@ -144,27 +205,14 @@ def load_source(source: str, input_path: str | Path | None = None, *, strict: bo
     """Convert and validate one source's rows. ``opts``: ``limit`` (rows to read),
     ``n``/``kinds``/``formats``/``seed`` (synthetic), ``categories`` (bfcl),
     ``no_call_steps`` (toolace)."""
-    if source not in SOURCES:
-        raise ValueError(f"unknown source {source!r}; choose from {', '.join(SOURCES)}")
+    if source not in SOURCE_REGISTRY:
+        raise ValueError(f"unknown source {source!r}; choose from {', '.join(SOURCE_REGISTRY)}")
     result = SourceResult(source=source)
     limit = opts.get("limit")
     partial_errors: list[RowError] = []  # ToolACE: a bad later step keeps earlier steps
-    if source == "bfcl":
-        from toolrl_lib.data.bfcl_source import (
-            TRAINABLE_UNSCORED,
-            bfcl_row_to_example,
-            iter_bfcl_rows,
-        )
-
-        rows = ((label, record, (category, answer)) for label, record, category, answer in
-                iter_bfcl_rows(input_path, tuple(opts.get("categories") or TRAINABLE_UNSCORED)))
-        def convert(record: dict[str, Any], label: str, extra: Any) -> list[Example]:
-            return [bfcl_row_to_example(record, *extra)]
-    else:
-        base = _converter(source, {**opts, "_partial_errors": None if strict else partial_errors})
-        rows = ((label, record, None) for label, record in _raw_rows(source, input_path, opts))
-        def convert(record: dict[str, Any], label: str, extra: Any) -> list[Example]:
-            return base(record, label)
+    spec = SOURCE_REGISTRY[source]
+    convert = spec.converter(opts, None if strict else partial_errors)
+    rows = spec.rows(input_path, opts)
     for label, record, extra in rows:
         if limit is not None and result.rows >= int(limit):
             break
@@ -182,9 +230,8 @@ def load_source(source: str, input_path: str | Path | None = None, *, strict: bo
                     if strict:
                         raise
                     result.drop(f"{label} ({example.id})", error, str(label))
-            if source != "bfcl":
-                while partial_errors:
-                    result.drop(f"{label} (later steps)", partial_errors.pop(), str(label))
+            while partial_errors:
+                result.drop(f"{label} (later steps)", partial_errors.pop(), str(label))
         except RowError as error:
             partial_errors.clear()
             if strict:
