@@ -238,7 +238,7 @@ def _save_random_model(folder: Path, shapes: str, device: str) -> None:
     import torch
 
     tokenizer = embedded_tokenizer()
-    from toolrl_lib.prompts import QWEN3_STYLE_TEMPLATE
+    from toolrl_lib.testing.templates import QWEN3_STYLE_TEMPLATE
 
     tokenizer.chat_template = QWEN3_STYLE_TEMPLATE
     dtype = torch.bfloat16 if device == "cuda" else torch.float32

@@ -13,11 +13,11 @@ from toolrl_lib.models import CHATML_TEMPLATE, make_tiny_tokenizer
 from toolrl_lib.prompts import (
     FAMILIES,
     NO_CALL_TEXT,
-    QWEN3_STYLE_TEMPLATE,
     detect_family,
     get_adapter,
     template_handles_tools,
 )
+from toolrl_lib.testing.templates import QWEN3_STYLE_TEMPLATE
 
 TOOLS = [
     {

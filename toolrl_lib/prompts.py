@@ -42,7 +42,6 @@ from toolrl_lib.parsing import (
     to_call,
 )
 
-FAMILIES = ("qwen3", "hermes", "llama3", "mistral")
 NO_CALL_TEXT = "None of the available functions can be used to answer this request."
 QWEN3_EMPTY_THINK = "<think>\n\n</think>\n\n"
 THINKING_INSTRUCTION = (
@@ -430,20 +429,28 @@ class MistralAdapter(FormatAdapter):
             result.fail(f"text after the {self.TAG} list")
 
 
-_ADAPTERS: dict[str, FormatAdapter] = {
-    "qwen3": Qwen3Adapter(family="qwen3", native_tools=True),
-    "hermes": HermesAdapter(family="hermes", native_tools=False),
-    "llama3": Llama3Adapter(family="llama3", native_tools=True),
-    "mistral": MistralAdapter(family="mistral", native_tools=True),
-}
+FAMILY_REGISTRY: dict[str, FormatAdapter] = {}
+
+
+def register_family(adapter: FormatAdapter) -> FormatAdapter:
+    """Add a prompt family's adapter under its ``family`` name (``get_adapter`` finds it)."""
+    FAMILY_REGISTRY[adapter.family] = adapter
+    return adapter
+
+
+register_family(Qwen3Adapter(family="qwen3", native_tools=True))
+register_family(HermesAdapter(family="hermes", native_tools=False))
+register_family(Llama3Adapter(family="llama3", native_tools=True))
+register_family(MistralAdapter(family="mistral", native_tools=True))
+FAMILIES = tuple(FAMILY_REGISTRY)  # the built-in families: qwen3, hermes, llama3, mistral
 
 
 def get_adapter(family: str) -> FormatAdapter:
     """The adapter for a family name (one of ``FAMILIES``)."""
     try:
-        return _ADAPTERS[family]
+        return FAMILY_REGISTRY[family]
     except (KeyError, TypeError):
-        raise ValueError(f"unknown prompt family {family!r}; expected one of {FAMILIES}") from None
+        raise ValueError(f"unknown prompt family {family!r}; expected one of {tuple(FAMILY_REGISTRY)}") from None
 
 
 def detect_family(tokenizer: Any) -> str:
@@ -463,32 +470,12 @@ def parse_completion(text: str, family: str = "hermes") -> ParseResult:
     return get_adapter(family).parse(text)
 
 
-
-# A compact chat template in the style of Qwen3's (tools=, <tool_call> blocks, enable_thinking),
-# written here: offline stand-ins for Qwen3 (random-weight benchmark models, tests) use it with
-# another tokenizer, and detect_family() recognises it as qwen3.
-QWEN3_STYLE_TEMPLATE = (
-    "{% if tools %}{{ '<|im_start|>system\\n' }}"
-    "{% if messages[0].role == 'system' %}{{ messages[0].content + '\\n\\n' }}{% endif %}"
-    "{{ '# Tools\\n<tools>' }}{% for tool in tools %}{{ '\\n' + (tool | tojson) }}{% endfor %}"
-    "{{ '\\n</tools><|im_end|>\\n' }}{% endif %}"
-    "{% for m in messages %}{% if not (tools and m.role == 'system') %}"
-    "{{ '<|im_start|>' + m.role + '\\n' + m.content }}"
-    "{% if m.tool_calls %}{% for tc in m.tool_calls %}"
-    "{{ '\\n<tool_call>\\n' + (tc.function | tojson) + '\\n</tool_call>' }}{% endfor %}{% endif %}"
-    "{{ '<|im_end|>\\n' }}{% endif %}{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
-    "{% if enable_thinking is defined and enable_thinking is false %}"
-    "{{ '<think>\\n\\n</think>\\n\\n' }}{% endif %}{% endif %}"
-)
-
 __all__ = [
     "FAMILIES",
     "NO_CALL_TEXT",
     "FormatAdapter",
     "ParseResult",
     "detect_family",
-    "QWEN3_STYLE_TEMPLATE",
     "get_adapter",
     "parse_completion",
     "template_handles_tools",
