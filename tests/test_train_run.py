@@ -261,7 +261,7 @@ def test_run_directory_copied_elsewhere_merges_and_evaluates(tiny_setup, tmp_pat
         tiny_setup, **{"priming.enabled": "true", "priming.max_steps": 1, "priming.batch_size": 4,
                        "priming.num_examples": 4, "grpo.max_steps": 1,
                        "validation.enabled": "false"}))
-    trained = train(config, tmp_path / "box_a" / "run")
+    trained = train(config, tmp_path / "box_a" / "run", reward_funcs=[length_reward])  # it learns
     recorded = read_run_info(trained).base_model
     copy = tmp_path / "box_b" / "copied_run"
     shutil.copytree(trained, copy)
