@@ -69,17 +69,20 @@ def phase_generate(models: list[tuple[str, str]], work: Path, args: argparse.Nam
         for label, (proc, log, began) in list(procs.items()):
             if proc.poll() is None and time.perf_counter() - start < args.deadline_s:
                 continue
-            if proc.poll() is None:
+            killed = proc.poll() is None
+            if killed:
                 proc.kill()
                 proc.wait()
-                print(f"{label}: killed at the deadline (resumable: run generate again)", flush=True)
-            else:
-                seconds = time.perf_counter() - began
-                print(f"{label}: exit {proc.returncode} after {seconds:.0f} s", flush=True)
-                if proc.returncode == 0:
-                    (work / label / "timing.json").write_text(json.dumps(
-                        {"wall_seconds": round(seconds, 1), "device": device_name(),
-                         "concurrent_models": len(models)}))  # fmt: skip
+            seconds = time.perf_counter() - began
+            spent = work / f"{label}.seconds.json"  # every command's share, killed ones included
+            calls = (json.loads(spent.read_text()) if spent.is_file() else []) + [round(seconds, 1)]
+            spent.write_text(json.dumps(calls))
+            print(f"{label}: {'killed at the deadline (resumable: run generate again)' if killed else 'exit ' + str(proc.returncode)}"
+                  f" after {seconds:.0f} s", flush=True)
+            if not killed and proc.returncode == 0:
+                (work / label / "timing.json").write_text(json.dumps(
+                    {"wall_seconds": round(sum(calls), 1), "commands_seconds": calls, "device": device_name(),
+                     "concurrent_models": len(models)}))  # fmt: skip
             log.close()
             del procs[label]
         time.sleep(1.0)
