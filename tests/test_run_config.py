@@ -173,3 +173,27 @@ def test_cli_check_and_error(capsys):
     assert "seed: 7" in capsys.readouterr().out
     assert main(["train", "--config", "configs/smoke.yaml", "--set", "grpo.num_generations=1"]) == 2
     assert "grpo.num_generations" in capsys.readouterr().err
+
+
+def test_train_help_lists_settings_from_field_metadata():
+    """Field docs live in the config dataclasses' metadata; ``toolrl train --help`` prints them."""
+    import subprocess
+    import sys
+
+    from toolrl_lib.train.config import RunConfig, settings_help
+
+    rows = {key: (default, text) for key, default, text in settings_help()}
+    assert set(rows) >= set(_leaf_keys(RunConfig().to_dict()))
+    assert rows["grpo.num_generations"] == ("8", "completions per prompt (the group); >= 2")
+    out = subprocess.run([sys.executable, "-m", "toolrl_lib.cli", "train", "--help"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and "grpo.num_generations = 8" in out.stdout
+    assert "completions per prompt (the group)" in out.stdout
+
+
+def _leaf_keys(tree, prefix=""):
+    for key, value in tree.items():
+        if isinstance(value, dict) and value and key not in ("weights", "oversample_kinds"):
+            yield from _leaf_keys(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}"

@@ -10,7 +10,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "train", help="GRPO-train a LoRA adapter or the full model (optional format priming first)",
         description="GRPO-train from a run config (configs/smoke.yaml, ...), on one or several GPUs.",
+        add_help=False, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("-h", "--help", action=_HelpWithSettings, nargs=0,
+                        help="show this help, with every config setting (--set KEY=VALUE), and exit")
     parser.add_argument("--config", required=True, help="run config YAML (e.g. configs/smoke.yaml)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config value, e.g. --set grpo.max_steps=10 (repeatable)")
@@ -27,6 +30,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="accelerate config for --num-gpus (configs/accelerate/ddp.yaml, "
                              "zero2.yaml, zero3.yaml, fsdp.yaml); default: plain DDP on this host")
     parser.set_defaults(handler=run)
+
+
+class _HelpWithSettings(argparse.Action):
+    """``--help`` that lists every run-config setting with its default and the help text kept
+    in the config dataclasses' field metadata (read only when help is asked for)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        from toolrl_lib.train.config import settings_help
+
+        lines = [f"  {key} = {default}" + (f"\n      {text}" if text else "")
+                 for key, default, text in settings_help()]
+        parser.epilog = "run config settings (--set KEY=VALUE):\n" + "\n".join(lines)
+        parser.print_help()
+        parser.exit()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -28,86 +28,67 @@ ALL_PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj
 
 @dataclass
 class ModelSection:
-    name: str = "embedded"  # "embedded", a local model folder or a hub id
-    family: str = "auto"  # chat-format family (toolrl_lib.prompts.FAMILIES) or "auto" = detect
-    dtype: str = "auto"  # auto = bf16 on CUDA, fp32 on CPU
-    max_seq_length: int = 4096  # prompt + completion tokens the model must hold
-    enable_thinking: bool = False  # render prompts with the family's thinking switch on
+    name: str = field(default="embedded", metadata={"help": "\"embedded\", a local model folder or a hub id"})
+    family: str = field(default="auto", metadata={"help": "chat-format family (toolrl_lib.prompts.FAMILIES) or \"auto\" = detect"})
+    dtype: str = field(default="auto", metadata={"help": "auto = bf16 on CUDA, fp32 on CPU"})
+    max_seq_length: int = field(default=4096, metadata={"help": "prompt + completion tokens the model must hold"})
+    enable_thinking: bool = field(default=False, metadata={"help": "render prompts with the family's thinking switch on"})
 
 
 @dataclass
 class LoraSection:
-    r: int = 16  # adapter rank
-    alpha: int = 32  # scaling numerator (effective scale alpha / r)
+    r: int = field(default=16, metadata={"help": "adapter rank"})
+    alpha: int = field(default=32, metadata={"help": "scaling numerator (effective scale alpha / r)"})
     dropout: float = 0.0
     target_modules: list[str] = field(default_factory=lambda: list(ALL_PROJECTIONS))
-    # false = full fine-tuning (all weights, peft backend only): last/ and best/ then hold a
-    # full model folder, trained from fp32 master weights (bf16 autocast on GPU).
-    enabled: bool = True
+    enabled: bool = field(default=True, metadata={"help": "false = full fine-tuning (all weights, peft backend only): last/ and best/ then hold a full model folder, trained from fp32 master weights (bf16 autocast on GPU)."})
 
 
 @dataclass
 class DataSection:
     train_files: list[str] = field(default_factory=lambda: ["data/processed/smoke/train.jsonl"])
     val_files: list[str] = field(default_factory=lambda: ["data/processed/smoke/val.jsonl"])
-    max_train_examples: int | None = None  # first N after a seeded shuffle; None = all
-    max_prompt_tokens: int = 1024  # longer rendered prompts are dropped (and counted)
-    # Repeat the GRPO prompts of some kinds, e.g. {irrelevance: 3.0}: a small no-call share
-    # lets updates on call prompts raise the call rate everywhere. Factors >= 1 (2.5 = every
-    # example twice, half of them a third time); priming and validation are unchanged.
-    oversample_kinds: dict[str, float] | None = None
-    # Issue 18's data levers (toolrl_lib.train.mix): generated hard no-call prompts (same-domain
-    # near misses; required values missing from the query) added to the GRPO mix after
-    # oversample_kinds, and a systematic kind order so each rollout round holds every kind in its
-    # share (TRL's shuffle off). Priming and validation are unchanged by these two.
-    hard_negatives: int = 0
+    max_train_examples: int | None = field(default=None, metadata={"help": "first N after a seeded shuffle; None = all"})
+    max_prompt_tokens: int = field(default=1024, metadata={"help": "longer rendered prompts are dropped (and counted)"})
+    oversample_kinds: dict[str, float] | None = field(default=None, metadata={"help": "Repeat the GRPO prompts of some kinds, e.g. {irrelevance: 3.0}: a small no-call share lets updates on call prompts raise the call rate everywhere. Factors >= 1 (2.5 = every example twice, half of them a third time); priming and validation are unchanged."})
+    hard_negatives: int = field(default=0, metadata={"help": "Issue 18's data levers (toolrl_lib.train.mix): generated hard no-call prompts (same-domain near misses; required values missing from the query) added to the GRPO mix after oversample_kinds, and a systematic kind order so each rollout round holds every kind in its share (TRL's shuffle off). Priming and validation are unchanged by these two."})
     balance_kinds: bool = False
 
 
 @dataclass
 class RewardSection:
-    scheme: str = "weighted"  # one of toolrl_lib.rewards.SCHEMES
-    weights: dict[str, float] | None = None  # per-component weights for "weighted"
-    # Abstention-aware payouts of the training reward (toolrl_lib.rewards.shaping; validation
-    # and BFCL keep the plain schemes). null = the scheme's own value.
-    spurious_call: float | None = None  # total for a call when no call is correct
-    abstention: float | None = None  # total for a correct abstention (valid plain text)
-    args_sharp: bool = False  # a non-exact call on a call prompt earns <= a spurious call
-    # A broken format earns the scheme's minimum (deliberate deviation from BFCL, which reads
-    # calls around stray text and counts undecodable text on a no-call prompt as abstention).
-    strict_format: bool = False
+    scheme: str = field(default="weighted", metadata={"help": "one of toolrl_lib.rewards.SCHEMES"})
+    weights: dict[str, float] | None = field(default=None, metadata={"help": "per-component weights for \"weighted\""})
+    spurious_call: float | None = field(default=None, metadata={"help": "Abstention-aware payouts of the training reward (toolrl_lib.rewards.shaping; validation and BFCL keep the plain schemes). null = the scheme's own value. total for a call when no call is correct"})
+    abstention: float | None = field(default=None, metadata={"help": "total for a correct abstention (valid plain text)"})
+    args_sharp: bool = field(default=False, metadata={"help": "a non-exact call on a call prompt earns <= a spurious call"})
+    strict_format: bool = field(default=False, metadata={"help": "A broken format earns the scheme's minimum (deliberate deviation from BFCL, which reads calls around stray text and counts undecodable text on a no-call prompt as abstention)."})
 
 
 @dataclass
 class GRPOSection:
     loss_type: Literal["grpo", "dapo", "dr_grpo", "gspo", "rlsd"] = "dapo"
-    num_generations: int = 8  # completions per prompt (the group); >= 2
-    beta: float = 0.0  # KL weight; > 0 keeps a reference model (the adapter disabled)
-    epsilon: float = 0.2  # lower clip of the importance ratio
-    epsilon_high: float | None = None  # upper clip (DAPO's clip-higher); None = epsilon
-    scale_rewards: Literal["group", "batch", "none"] = "group"  # "none" = Dr. GRPO
+    num_generations: int = field(default=8, metadata={"help": "completions per prompt (the group); >= 2"})
+    beta: float = field(default=0.0, metadata={"help": "KL weight; > 0 keeps a reference model (the adapter disabled)"})
+    epsilon: float = field(default=0.2, metadata={"help": "lower clip of the importance ratio"})
+    epsilon_high: float | None = field(default=None, metadata={"help": "upper clip (DAPO's clip-higher); None = epsilon"})
+    scale_rewards: Literal["group", "batch", "none"] = field(default="group", metadata={"help": "\"none\" = Dr. GRPO"})
     temperature: float = 1.0
     top_p: float = 1.0
     max_completion_length: int = 256
-    per_device_train_batch_size: int = 8  # completions per device per micro-step
+    per_device_train_batch_size: int = field(default=8, metadata={"help": "completions per device per micro-step"})
     gradient_accumulation_steps: int = 4
-    generation_batch_size: int | None = None  # completions per generation round; None = TRL's
-    num_iterations: int = 1  # optimisation passes per generation round (mu)
+    generation_batch_size: int | None = field(default=None, metadata={"help": "completions per generation round; None = TRL's"})
+    num_iterations: int = field(default=1, metadata={"help": "optimisation passes per generation round (mu)"})
     mask_truncated_completions: bool = False
-    # Roll out with W + sBA in a copy of the adapted weights, adapters off (LoRA only): one
-    # matmul per projection while decoding instead of three; +1 weight copy of memory. Under
-    # unsloth the run first checks that its patched layers honour the adapter switch.
-    merged_generation: bool = False
-    # Who samples the completions: "trl" (transformers' generate inside TRL) or "library"
-    # (toolrl_lib.generation through TRL's rollout_func: one prefill per prompt for its whole
-    # group, an in-place cache; faster on CPU; peft backend, plain GRPO losses only)
-    rollouts: Literal["trl", "library"] = "trl"
+    merged_generation: bool = field(default=False, metadata={"help": "Roll out with W + sBA in a copy of the adapted weights, adapters off (LoRA only): one matmul per projection while decoding instead of three; +1 weight copy of memory. Under unsloth the run first checks that its patched layers honour the adapter switch."})
+    rollouts: Literal["trl", "library"] = field(default="trl", metadata={"help": "Who samples the completions: \"trl\" (transformers' generate inside TRL) or \"library\" (toolrl_lib.generation through TRL's rollout_func: one prefill per prompt for its whole group, an in-place cache; faster on CPU; peft backend, plain GRPO losses only)"})
     learning_rate: float = 1e-5
     lr_scheduler_type: str = "constant_with_warmup"
     warmup_steps: int = 0
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0
-    max_steps: int = -1  # > 0 overrides num_train_epochs
+    max_steps: int = field(default=-1, metadata={"help": "> 0 overrides num_train_epochs"})
     num_train_epochs: float = 1.0
     gradient_checkpointing: bool = False
 
@@ -117,12 +98,12 @@ class PrimingSection:
     """Format priming: a short SFT on ground-truth completions before GRPO."""
 
     enabled: bool = False
-    num_examples: int = 256  # training examples used (the first N after shuffling)
+    num_examples: int = field(default=256, metadata={"help": "training examples used (the first N after shuffling)"})
     max_steps: int = 32
     learning_rate: float = 1e-3
     batch_size: int = 8
     gradient_accumulation_steps: int = 1
-    max_length: int = 2048  # prompt + completion tokens
+    max_length: int = field(default=2048, metadata={"help": "prompt + completion tokens"})
     lora_r: int = 16
     lora_alpha: int = 32
 
@@ -132,51 +113,48 @@ class FilteringSection:
     """Drop prompts the start model always or never solves: their groups carry no advantage."""
 
     enabled: bool = False
-    k: int = 8  # samples per prompt to estimate its pass rate
+    k: int = field(default=8, metadata={"help": "samples per prompt to estimate its pass rate"})
     max_new_tokens: int = 256
     temperature: float = 1.0
     batch_size: int = 16
     drop_always_solved: bool = True
     drop_never_solved: bool = True
-    solved_threshold: float = 1.0  # a sample "solves" the prompt when binary reward >= this
+    solved_threshold: float = field(default=1.0, metadata={"help": "a sample \"solves\" the prompt when binary reward >= this"})
 
 
 @dataclass
 class ValidationSection:
     enabled: bool = True
-    every_steps: int = 50  # 0 = only before and after training
-    num_examples: int = 64  # validation examples scored (chosen by `selection`)
-    selection: Literal["stratified", "first"] = "stratified"  # stratified: round-robin over kinds
-    k: int = 16  # samples per prompt for mean@k
+    every_steps: int = field(default=50, metadata={"help": "0 = only before and after training"})
+    num_examples: int = field(default=64, metadata={"help": "validation examples scored (chosen by `selection`)"})
+    selection: Literal["stratified", "first"] = field(default="stratified", metadata={"help": "stratified: round-robin over kinds"})
+    k: int = field(default=16, metadata={"help": "samples per prompt for mean@k"})
     schemes: list[str] = field(default_factory=lambda: ["binary", "weighted"])
-    best_scheme: str = "binary"  # best/ = highest "<best_scheme>_<best_metric>@<k>"
-    # mean = plain mean@k over the examples; summary = BFCL-like: call kinds 2/3, the no-call
-    # kind 1/3 (toolrl_lib.evaluate.mean_at_k.kind_scores), as BFCL weighs AST vs irrelevance
-    best_metric: Literal["mean", "summary"] = "mean"
+    best_scheme: str = field(default="binary", metadata={"help": "best/ = highest \"<best_scheme>_<best_metric>@<k>\""})
+    best_metric: Literal["mean", "summary"] = field(default="mean", metadata={"help": "mean = plain mean@k over the examples; summary = BFCL-like: call kinds 2/3, the no-call kind 1/3 (toolrl_lib.evaluate.mean_at_k.kind_scores), as BFCL weighs AST vs irrelevance"})
     max_new_tokens: int = 256
     temperature: float = 1.0
     top_p: float = 1.0
     batch_size: int = 16
-    before_training: bool = True  # also score the start model(s): the "before" numbers
-    hard_negatives: int = 0  # generated hard no-call examples added to the validation set
+    before_training: bool = field(default=True, metadata={"help": "also score the start model(s): the \"before\" numbers"})
+    hard_negatives: int = field(default=0, metadata={"help": "generated hard no-call examples added to the validation set"})
 
 
 @dataclass
 class CheckpointSection:
-    save_steps: int = 50  # a resumable checkpoint every N optimizer steps
-    save_total_limit: int | None = 3  # keep the newest N checkpoints; None = all
+    save_steps: int = field(default=50, metadata={"help": "a resumable checkpoint every N optimizer steps"})
+    save_total_limit: int | None = field(default=3, metadata={"help": "keep the newest N checkpoints; None = all"})
 
 
 @dataclass
 class LoggingSection:
     logging_steps: int = 1
     tensorboard: bool = True
-    wandb: Literal["auto", "off"] = "auto"  # auto = only when WANDB_API_KEY is set
+    wandb: Literal["auto", "off"] = field(default="auto", metadata={"help": "auto = only when WANDB_API_KEY is set"})
     wandb_project: str = "toolrl"
     progress_bar: bool = True
-    log_completions: bool = False  # TRL's sampled-completion tables
-    # generation_times.rank<r>.jsonl per process: seconds per rollout round (multi-GPU waits)
-    generation_times: bool = False
+    log_completions: bool = field(default=False, metadata={"help": "TRL's sampled-completion tables"})
+    generation_times: bool = field(default=False, metadata={"help": "generation_times.rank<r>.jsonl per process: seconds per rollout round (multi-GPU waits)"})
 
 
 @dataclass
@@ -185,7 +163,7 @@ class RunConfig:
 
     name: str = "run"
     seed: int = 0
-    backend: Literal["auto", "peft", "unsloth"] = "auto"  # auto = unsloth on CUDA if importable
+    backend: Literal["auto", "peft", "unsloth"] = field(default="auto", metadata={"help": "auto = unsloth on CUDA if importable"})
     device: Literal["auto", "cpu", "cuda"] = "auto"
     model: ModelSection = field(default_factory=ModelSection)
     lora: LoraSection = field(default_factory=LoraSection)
@@ -198,8 +176,7 @@ class RunConfig:
     checkpoint: CheckpointSection = field(default_factory=CheckpointSection)
     logging: LoggingSection = field(default_factory=LoggingSection)
     rlsd: RLSDConfig = field(default_factory=RLSDConfig)
-    # episodes in our tool environments instead of single-turn prompts (toolrl_lib.envs)
-    multi_turn: MultiTurnSection = field(default_factory=MultiTurnSection)
+    multi_turn: MultiTurnSection = field(default_factory=MultiTurnSection, metadata={"help": "episodes in our tool environments instead of single-turn prompts (toolrl_lib.envs)"})
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)
@@ -375,6 +352,26 @@ def _reward_ranges() -> dict[str, tuple[float, float]]:
     from toolrl_lib.rewards.schemes import REGISTRY
 
     return {name: scheme.range for name, scheme in REGISTRY.items()}
+
+
+def settings_help(cls: type = None, prefix: str = "") -> list[tuple[str, str, str]]:
+    """``(key, default, help)`` for every setting of the run config, from the dataclass fields'
+    ``metadata["help"]`` (what ``toolrl train --help`` lists)."""
+    import dataclasses
+
+    cls = cls or RunConfig
+    rows = []
+    for f in dataclasses.fields(cls):
+        key = f"{prefix}{f.name}"
+        if dataclasses.is_dataclass(f.type if isinstance(f.type, type) else None):
+            rows.extend(settings_help(f.type, key + "."))
+            continue
+        section = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        if dataclasses.is_dataclass(section):
+            rows.extend(settings_help(type(section), key + "."))
+            continue
+        rows.append((key, repr(section), f.metadata.get("help", "")))
+    return rows
 
 
 def load_run_config(
