@@ -9,6 +9,7 @@ fail deep inside TRL after minutes of model loading. Both name the offending fie
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -211,22 +212,42 @@ def validate(config: RunConfig, processes: int | None = None) -> RunConfig:
     return config
 
 
+Rule = Callable[[bool, str, Any, str], None]
+
+
 def _violations(c: RunConfig, processes: int) -> list[tuple[str, Any, str]]:
+    """Every broken rule as ``(key, value, what is expected)``, section by section."""
     out: list[tuple[str, Any, str]] = []
 
     def rule(ok: bool, key: str, value: Any, text: str) -> None:
         if not ok:
             out.append((key, value, text))
 
-    g, lora, v, f, p = c.grpo, c.lora, c.validation, c.filtering, c.priming
-    # model
+    _model_rules(c, rule)
+    _lora_rules(c, rule)
+    _data_rules(c, rule)
+    _reward_rules(c, rule)
+    _grpo_rules(c, rule, processes)
+    _priming_rules(c, rule)
+    _filtering_rules(c, rule)
+    _validation_rules(c, rule)
+    _checkpoint_logging_rules(c, rule)
+    return out + multi_turn_violations(c)
+
+
+def _model_rules(c: RunConfig, rule: Rule) -> None:
+    """model.*: name, family, dtype, length."""
     rule(bool(c.model.name.strip()), "model.name", c.model.name, "must not be empty")
     families = _families()
     rule(c.model.family == "auto" or c.model.family in families, "model.family", c.model.family,
          f"must be 'auto' or one of {list(families)}")
     rule(c.model.dtype in DTYPES, "model.dtype", c.model.dtype, f"must be one of {list(DTYPES)}")
     rule(c.model.max_seq_length >= 16, "model.max_seq_length", c.model.max_seq_length, "must be >= 16")
-    # lora / full fine-tuning
+
+
+def _lora_rules(c: RunConfig, rule: Rule) -> None:
+    """lora.* and what full fine-tuning or library rollouts exclude."""
+    g, lora = c.grpo, c.lora
     rule(lora.enabled or c.backend != "unsloth", "lora.enabled", lora.enabled,
          "full fine-tuning (false) needs backend 'peft' (or auto); the unsloth backend trains "
          "LoRA adapters only")
@@ -242,7 +263,11 @@ def _violations(c: RunConfig, processes: int) -> list[tuple[str, Any, str]]:
     rule(lora.alpha > 0, "lora.alpha", lora.alpha, "must be > 0")
     rule(0.0 <= lora.dropout < 1.0, "lora.dropout", lora.dropout, "must be in [0, 1)")
     rule(bool(lora.target_modules), "lora.target_modules", lora.target_modules, "must not be empty")
-    # data
+
+
+def _data_rules(c: RunConfig, rule: Rule) -> None:
+    """data.*: files, caps, oversampling, prompt length within the window."""
+    g = c.grpo
     rule(bool(c.data.train_files), "data.train_files", c.data.train_files, "needs at least one file")
     rule(c.data.max_train_examples is None or c.data.max_train_examples >= 1,
          "data.max_train_examples", c.data.max_train_examples, "must be >= 1 or null")
@@ -255,7 +280,10 @@ def _violations(c: RunConfig, processes: int) -> list[tuple[str, Any, str]]:
          "data.max_prompt_tokens", c.data.max_prompt_tokens,
          f"max_prompt_tokens + grpo.max_completion_length ({g.max_completion_length}) must fit "
          f"model.max_seq_length ({c.model.max_seq_length})")
-    # reward
+
+
+def _reward_rules(c: RunConfig, rule: Rule) -> None:
+    """reward.*: scheme, payouts within its range, weights."""
     schemes = _schemes()
     rule(c.reward.scheme in schemes, "reward.scheme", c.reward.scheme, f"must be one of {list(schemes)}")
     lo_hi = _reward_ranges().get(c.reward.scheme)
@@ -266,7 +294,11 @@ def _violations(c: RunConfig, processes: int) -> list[tuple[str, Any, str]]:
     for name in c.reward.weights or {}:
         rule(name in REWARD_COMPONENTS, f"reward.weights.{name}", c.reward.weights[name],
              f"unknown reward component; use {list(REWARD_COMPONENTS)}")
-    # grpo
+
+
+def _grpo_rules(c: RunConfig, rule: Rule, processes: int) -> None:
+    """grpo.*: loss, group size, batch divisibility, clipping, sampling, optimiser."""
+    g = c.grpo
     rule(g.loss_type in LOSS_TYPES, "grpo.loss_type", g.loss_type, f"unknown loss type; use {list(LOSS_TYPES)}")
     rule(g.num_generations >= 2, "grpo.num_generations", g.num_generations,
          "must be >= 2 (with one completion per prompt the group-relative advantage is always 0)")
@@ -298,7 +330,11 @@ def _violations(c: RunConfig, processes: int) -> list[tuple[str, Any, str]]:
     rule(g.warmup_steps >= 0, "grpo.warmup_steps", g.warmup_steps, "must be >= 0")
     rule(g.max_steps > 0 or g.num_train_epochs > 0, "grpo.max_steps", g.max_steps,
          "set max_steps > 0 or num_train_epochs > 0")
-    # priming
+
+
+def _priming_rules(c: RunConfig, rule: Rule) -> None:
+    """priming.* (when enabled)."""
+    p = c.priming
     if p.enabled:
         rule(p.max_steps >= 1, "priming.max_steps", p.max_steps, "must be >= 1 when priming is enabled")
         rule(p.num_examples >= 1, "priming.num_examples", p.num_examples, "must be >= 1")
@@ -306,13 +342,22 @@ def _violations(c: RunConfig, processes: int) -> list[tuple[str, Any, str]]:
         rule(p.learning_rate > 0, "priming.learning_rate", p.learning_rate, "must be > 0")
         rule(1 <= p.lora_r <= LORA_MAX_RANK, "priming.lora_r", p.lora_r,
              f"LoRA rank must be in [1, {LORA_MAX_RANK}]")
-    # filtering
+
+
+def _filtering_rules(c: RunConfig, rule: Rule) -> None:
+    """filtering.* (when enabled)."""
+    f = c.filtering
     if f.enabled:
         rule(f.k >= 2, "filtering.k", f.k, "must be >= 2 to tell always/never solved from mixed")
         rule(f.temperature > 0, "filtering.temperature", f.temperature, "must be > 0 (sampling)")
         rule(f.drop_always_solved or f.drop_never_solved, "filtering.drop_always_solved", False,
              "filtering is enabled but drops nothing; enable a drop rule or disable filtering")
-    # validation
+
+
+def _validation_rules(c: RunConfig, rule: Rule) -> None:
+    """validation.* (when enabled)."""
+    v = c.validation
+    schemes = _schemes()
     if v.enabled:
         rule(v.k >= 1, "validation.k", v.k, "must be >= 1")
         rule(v.every_steps >= 0, "validation.every_steps", v.every_steps, "must be >= 0")
@@ -328,12 +373,14 @@ def _violations(c: RunConfig, processes: int) -> list[tuple[str, Any, str]]:
              "must be 'mean' or 'summary'")
         rule(v.temperature > 0 or v.k == 1, "validation.temperature", v.temperature,
              "greedy decoding (0) makes k > 1 samples identical; use k = 1")
-    # checkpoints / logging
+
+
+def _checkpoint_logging_rules(c: RunConfig, rule: Rule) -> None:
+    """checkpoint.* and logging.*."""
     rule(c.checkpoint.save_steps >= 1, "checkpoint.save_steps", c.checkpoint.save_steps, "must be >= 1")
     rule(c.checkpoint.save_total_limit is None or c.checkpoint.save_total_limit >= 1,
          "checkpoint.save_total_limit", c.checkpoint.save_total_limit, "must be >= 1 or null")
     rule(c.logging.logging_steps >= 1, "logging.logging_steps", c.logging.logging_steps, "must be >= 1")
-    return out + multi_turn_violations(c)
 
 
 def _families() -> tuple[str, ...]:
