@@ -104,10 +104,27 @@ def pack(work: Path, archive: Path) -> None:
             if path.is_file() and path.suffix in {".json", ".jsonl", ".log"}:
                 tar.add(path, arcname=str(path.relative_to(work)))
     print(f"packed {archive} ({archive.stat().st_size / 1e6:.1f} MB)", flush=True)
+    data = archive.read_bytes()
+    if len(data) > PART_BYTES:  # files over 16 MiB do not come back from the GPU host: split
+        for n, start in enumerate(range(0, len(data), PART_BYTES)):
+            archive.with_name(f"{archive.name}.part{n}").write_bytes(data[start : start + PART_BYTES])
+        archive.unlink()
+        print(f"split into {n + 1} parts of <= {PART_BYTES >> 20} MiB ({archive.name}.partN)", flush=True)
+
+
+PART_BYTES = 15 << 20
 
 
 def unpack(archive: Path, work: Path) -> None:
+    """Extract ``archive`` (or its ``.part0``, ``.part1``, ... joined, as ``pack`` split it)."""
     work.mkdir(parents=True, exist_ok=True)
+    if not archive.is_file():
+        parts = sorted(archive.parent.glob(f"{archive.name}.part*"), key=lambda p: int(p.name.rsplit("part", 1)[1]))
+        if not parts:
+            raise SystemExit(f"{archive} not found (nor {archive.name}.part0, ...)")
+        joined = work / archive.name
+        joined.write_bytes(b"".join(p.read_bytes() for p in parts))
+        archive = joined
     with tarfile.open(archive) as tar:
         tar.extractall(work, filter="data")
 
