@@ -33,6 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     parser.add_argument("--push-to-hub", metavar="REPO_ID",
                         help="upload the verified folder (token from $HF_TOKEN only)")
+    parser.add_argument("--gguf", action="append", metavar="TYPE", default=[],
+                        help="also export the merged model to GGUF (f16, q8_0, bf16, f32; repeat "
+                        "for several), verified, with an Ollama Modelfile, into <out>/gguf")
     parser.add_argument("--json", action="store_true", help="print the full report as JSON")
     parser.set_defaults(handler=_merge)
 
@@ -69,12 +72,30 @@ def _merge(args: argparse.Namespace) -> int:
             print(f"note: {note}")
         print(f"adapter weights {_size(report.sizes['adapter_weights_bytes'])} -> merged "
               f"{_size(report.sizes['merged_bytes'])} ({report.dtype}) at {report.output}")
+    if args.gguf:
+        _export_gguf(report.output, args.gguf, args.overwrite)
     if args.push_to_hub:
         try:
             print(f"uploaded: {push_to_hub(report.output, args.push_to_hub)}")
         except MergeError as error:
             raise CommandError(str(error)) from error
     return 0
+
+
+def _export_gguf(folder: str, types: list[str], overwrite: bool) -> None:
+    from toolrl_lib.cli import CommandError
+    from toolrl_lib.export.converter import ConverterError
+    from toolrl_lib.export.gguf_export import GGUFExportError, GGUFOptions, export_gguf
+
+    try:
+        report = export_gguf(folder, options=GGUFOptions(types=tuple(types), overwrite=overwrite))
+    except (GGUFExportError, ConverterError, ValueError) as error:
+        raise CommandError(str(error)) from error
+    for row in report.table():
+        print(f"gguf {row['type']}: {row['MB']} MB, logits max |diff| {row['logits_max_abs']:.3g}, "
+              f"top-1 agreement {row['top1_agreement']:.3f}, greedy identical "
+              f"{row['greedy_identical']:.2f} [{'ok' if row['passed'] else 'FAIL'}]")
+    print(f"gguf files and Modelfiles at {report.output}")
 
 
 def _print_checks(report: object) -> None:
