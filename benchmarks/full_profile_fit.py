@@ -15,6 +15,11 @@ memory and the step times from the run's ``metrics.csv`` into
     python benchmarks/full_profile_fit.py --out $OUT                  # GPU, the config's backend (unsloth)
     python benchmarks/full_profile_fit.py --out $OUT --backend peft   # GPU, the fallback backend
     python benchmarks/full_profile_fit.py --out /tmp/f --shapes tiny --cpu --backend peft  # CPU smoke
+
+The colab profile (issue #24: a 16 GB T4, fp16) is proven the same way, plus the merge:
+``--config configs/qwen3_1p7b_colab.yaml --shapes qwen3-1.7b --memory-cap-gb 15 --merge
+--label colab_profile_fit``. ``--merge`` runs ``toolrl merge`` on the run's last adapter in the
+same capped process (fp16 output) and records its own peak memory (``merge_peak_*``).
 """
 
 from __future__ import annotations
@@ -80,6 +85,36 @@ def child(a: argparse.Namespace) -> int:
             result["peak_reserved_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 2)
         result["train_rc"] = rc
         Path(a.result).write_text(json.dumps(result, indent=2))
+    if rc == 0 and a.merge:
+        rc = merge_step(a, result, cuda)
+    return rc
+
+
+def merge_step(a: argparse.Namespace, result: dict[str, Any], cuda: bool) -> int:
+    """``toolrl merge`` of the run's last adapter in the same capped process; its own peak."""
+    import gc
+
+    import torch
+
+    from toolrl_lib.cli import main as toolrl
+
+    gc.collect()
+    if cuda:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    argv = ["merge", "--run", a.run_dir, "--checkpoint", "last", "--dtype", a.merge_dtype,
+            "--device", "cuda" if cuda else "cpu", "--n-generations", "2", "--max-new-tokens", "16",
+            "--out", str(Path(a.run_dir) / "merged"), "--overwrite"]
+    t0 = time.perf_counter()
+    rc = 1
+    try:
+        rc = toolrl(argv)
+    finally:
+        result["merge_rc"], result["merge_s"] = rc, round(time.perf_counter() - t0, 1)
+        if cuda:
+            result["merge_peak_alloc_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+            result["merge_peak_reserved_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 2)
+        Path(a.result).write_text(json.dumps(result, indent=2))
     return rc
 
 
@@ -105,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--memory-cap-gb", type=float, default=80.0, help="decimal GB")
     p.add_argument("--time-budget-s", type=float, default=540.0, help="kill the training process after this")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra config overrides")
+    p.add_argument("--merge", action="store_true", help="merge the last adapter after training (same cap)")
+    p.add_argument("--merge-dtype", default="fp16", choices=["fp16", "bf16", "fp32"])
+    p.add_argument("--label", default="full_profile_fit", help="result file stem: <label>_<backend>.json")
     p.add_argument("--cpu", action="store_true")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--result", default=None, help=argparse.SUPPRESS)
@@ -122,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    result_path = out / f"full_profile_fit_{a.backend}.json"
+    result_path = out / f"{a.label}_{a.backend}.json"
     run_dir = Path(a.run_dir or f"/tmp/full_profile_fit/{a.backend}-{int(time.time())}")
     import torch
 
@@ -139,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
            "--run-dir", str(run_dir), "--config", a.config, "--memory-cap-gb", str(a.memory_cap_gb)]
     if a.cpu:
         cmd.append("--cpu")
-    log_path = out / f"full_profile_fit_{a.backend}.log"
+    if a.merge:
+        cmd += ["--merge", "--merge-dtype", a.merge_dtype]
+    log_path = out / f"{a.label}_{a.backend}.log"
     timed_out = False
     with log_path.open("w") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
@@ -163,9 +203,12 @@ def main(argv: list[str] | None = None) -> int:
         result["status"], result["error"] = "failed", (lines[-1][:400] if lines else f"exit {rc}")
     else:
         result["status"] = "ok" if len(steps) >= a.max_steps else "incomplete"
+        if a.merge and result.get("merge_rc") != 0:
+            result["status"] = "merge failed"
     cap_gib = a.memory_cap_gb * 1e9 / 2**30
     if "peak_reserved_gib" in result:
-        result["fits_cap"] = result["status"] == "ok" and result["peak_reserved_gib"] <= cap_gib
+        peak = max(result["peak_reserved_gib"], result.get("merge_peak_reserved_gib", 0.0))
+        result["fits_cap"] = result["status"] == "ok" and peak <= cap_gib
     result_path.write_text(json.dumps(result, indent=2))
     print(json.dumps({k: v for k, v in result.items() if k != "overrides"}, indent=2))
     return 0 if result["status"] == "ok" else 1

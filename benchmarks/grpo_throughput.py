@@ -54,6 +54,11 @@ SHAPES: dict[str, dict[str, Any]] = {
                      num_key_value_heads=8, head_dim=128, intermediate_size=12288,
                      vocab_size=151936, max_position_embeddings=40960, rope_theta=1_000_000.0,
                      rms_norm_eps=1e-6, tie_word_embeddings=False),
+    # Qwen/Qwen3-1.7B's config.json (the colab profile): tied embeddings, head_dim 128.
+    "qwen3-1.7b": dict(hidden_size=2048, num_hidden_layers=28, num_attention_heads=16,
+                       num_key_value_heads=8, head_dim=128, intermediate_size=6144,
+                       vocab_size=151936, max_position_embeddings=40960, rope_theta=1_000_000.0,
+                       rms_norm_eps=1e-6, tie_word_embeddings=True),
     "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                  head_dim=16, intermediate_size=128, vocab_size=49152, max_position_embeddings=4096,
                  rope_theta=1_000_000.0, rms_norm_eps=1e-6, tie_word_embeddings=False),
@@ -71,7 +76,7 @@ class Workload:
     micro_batch: int = 8  # per_device_train_batch_size; GA = completions_per_step / micro_batch
 
 
-WORKLOADS = {"qwen3-8b": Workload(1024, 256), "tiny": Workload(32, 8)}
+WORKLOADS = {"qwen3-8b": Workload(1024, 256), "qwen3-1.7b": Workload(1024, 256), "tiny": Workload(32, 8)}
 
 
 @dataclass(frozen=True)
@@ -211,7 +216,7 @@ def build_random_model(shapes: str, tokenizer: Any, device: str, dtype: Any) -> 
 
 def default_model_dir(shapes: str) -> Path:
     """/dev/shm when it has room for the bf16 weights (+ margin), else /tmp."""
-    need = 20e9 if shapes == "qwen3-8b" else 1e8
+    need = {"qwen3-8b": 20e9, "qwen3-1.7b": 5e9}.get(shapes, 1e8)
     shm = Path("/dev/shm")
     root = shm if shm.is_dir() and shutil.disk_usage(shm).free > need else Path("/tmp")
     return root / f"toolrl-random-{shapes}"

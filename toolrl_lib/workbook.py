@@ -20,7 +20,7 @@ from toolrl_lib.config import ConfigError, load_yaml
 from toolrl_lib.paths import project_root
 from toolrl_lib.profiling import stage
 
-PROFILES = ("smoke", "full")
+PROFILES = ("smoke", "full", "colab")
 NOTEBOOK_PATTERN = re.compile(r"^(\d\d)_[A-Za-z0-9_]+\.ipynb$")
 
 

@@ -7,12 +7,14 @@ import json
 import sys
 from pathlib import Path
 
+from toolrl_lib.workbook import PROFILES
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("workbook", help="run the notebooks headless (papermill)")
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     run = sub.add_parser("run", help="execute notebooks/NN_*.ipynb in order")
-    run.add_argument("--profile", default="smoke", choices=["smoke", "full"])
+    run.add_argument("--profile", default="smoke", choices=list(PROFILES))
     run.add_argument(
         "--only", action="append", metavar="NN", help="run only these notebooks (repeat or 01,03)"
     )
@@ -21,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     run.set_defaults(handler=_run)
     listing = sub.add_parser("list", help="list the notebooks and their profile parameters")
-    listing.add_argument("--profile", default="smoke", choices=["smoke", "full"])
+    listing.add_argument("--profile", default="smoke", choices=list(PROFILES))
     listing.set_defaults(handler=_list)
 
 
