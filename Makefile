@@ -1,5 +1,5 @@
 # The two commands of the README. Both create/reuse .venv through scripts/bootstrap.sh.
-.PHONY: workbook test lint bootstrap
+.PHONY: workbook test lint bootstrap site
 
 bootstrap:
 	bash scripts/bootstrap.sh
@@ -9,8 +9,12 @@ workbook: bootstrap  ## run every notebook headless, smoke profile, offline
 
 test: bootstrap  ## lint + the whole test suite (unit tests and the notebooks in smoke mode)
 	.venv/bin/ruff check toolrl_lib tests benchmarks notebooks
-	.venv/bin/python -m pytest -m "not notebooks"
+	.venv/bin/python -m pytest -m "not notebooks and not browser"
+	.venv/bin/python -m pytest -m browser
 	.venv/bin/python -m pytest -m notebooks
 
 lint:
 	.venv/bin/ruff check toolrl_lib tests benchmarks notebooks
+
+site: bootstrap  ## the course as a static website (site/) from the newest executed workbook run
+	.venv/bin/python -m toolrl_lib.site $(if $(RUN),--run $(RUN))

@@ -56,6 +56,23 @@ else
 fi
 
 "$VENV/bin/toolrl" model prepare >/dev/null
+# llama.cpp's GGUF converter, from the llama-cpp-python sdist on PyPI (pinned + sha256; ~76 MB
+# download once, only the converter's Python files are kept in the cache). GGUF export needs it.
+if ! "$VENV/bin/python" -m toolrl_lib.export.converter >/dev/null; then
+  echo "bootstrap: warning: llama.cpp's converter not fetched; GGUF export and its tests will fail" >&2
+fi
+# Debian's Chromium for the browser tests (Playwright drives it; no browser download). Needs
+# root or passwordless sudo; otherwise the browser tests skip locally (CI requires them).
+if [ -z "${TOOLRL_NO_BROWSER:-}" ] && ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then APT=(apt-get); elif sudo -n true 2>/dev/null; then APT=(sudo -n apt-get); else APT=(); fi
+  if [ ${#APT[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing Debian's chromium (browser tests)"
+    "${APT[@]}" update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive "${APT[@]}" install -y -qq \
+      --no-install-recommends chromium >/dev/null
+  else
+    echo "bootstrap: no chromium and no root/sudo to apt-get it: browser tests will skip" >&2
+  fi
+fi
 # BFCL's official scorer lives in its own venv (its pins clash with ours); idempotent, ~90 s once.
 "$VENV/bin/toolrl" eval setup >/dev/null
 echo "bootstrap: ready ($VENV, embedded model prepared, BFCL scorer venv ready)"
