@@ -30,7 +30,7 @@
 #   model: just the embedded model (for a session that starts at step 8)
 #   fit [data/processed/smoke]  configs/qwen3_8b_h100.yaml itself, its own backend (unsloth, so after
 #     steps 2 and 3), 2 steps under an 80 GB cap (~5-7 min): results/full_profile_fit_unsloth.json
-#   colabfit [data/processed/smoke]  the colab profile (configs/qwen3_1p7b_colab.yaml: Qwen3-1.7B
+#   colabfit [.whl/gguf2 data/processed/smoke]  the colab profile (configs/qwen3_1p7b_colab.yaml: Qwen3-1.7B
 #     shapes, fp16, unsloth; after steps 1-3) under a 15 GB cap (a T4's 16 GB less headroom): 3 GRPO
 #     steps + validation + fp16 merge, <= SCOLAB (230) s: results/colab_profile_fit_unsloth.json
 # Long run (issue 7 part 1, hundreds of steps; 30 min of device time): steps 1, 2, 3, then
@@ -154,7 +154,8 @@ case "${1:?step}" in
        --runs "${MG_RUNS:-1gpu,ddp2,zero3}" ${MG_RESUME:+--resume} --time-budget-s "${MG_S:-330}" 2>&1 | tail -25
      pack multi_gpu -C /tmp mg ;;
   fit) python3 benchmarks/full_profile_fit.py --out "$OUT" --time-budget-s "${SFIT:-540}" 2>&1 | tail -20 ;;
-  colabfit) python3 benchmarks/full_profile_fit.py --config configs/qwen3_1p7b_colab.yaml --shapes qwen3-1.7b \
+  colabfit) bash "$0" model || exit 1   # the random model borrows the embedded tokenizer
+     python3 benchmarks/full_profile_fit.py --config configs/qwen3_1p7b_colab.yaml --shapes qwen3-1.7b \
        --memory-cap-gb 15 --merge --label colab_profile_fit --max-steps 3 --out "$OUT" \
        --time-budget-s "${SCOLAB:-230}" 2>&1 | tail -24 ;;
   9) python3 benchmarks/merged_generation.py --device cuda --shapes qwen3-8b --batch 32 --new-tokens 128 \
