@@ -18,14 +18,16 @@ from toolrl_lib.merge_checks import FIXED_PROMPTS, chat_prompts, logit_diff
 
 # Limits per GGUF type, relative to the reference's largest |logit| (``scale``): a file passes
 # when max|gguf - ref| <= max_rel * scale, mean|.| <= mean_rel * scale, top-1 agreement >=
-# min_top1 and (for lossless-ish types) every greedy continuation is identical. Measured on
-# SmolLM2-135M (scale ~23, CPU fp32, benchmarks/results/gguf_export.md): f16 max 0.07 / mean
-# 0.006, q8_0 max 0.39 / mean 0.05; a mis-mapped tensor moves logits by the order of the scale.
+# min_top1 and a share of greedy continuations is identical. Measured on the embedded
+# SmolLM2-135M (4 chat prompts, 172 positions, scale 39.5, CPU fp32; benchmarks/results/
+# gguf_export.md): f16 max 0.041 / mean 0.0057, top-1 1.0, greedy 4/4 identical; q8_0 max 1.32 /
+# mean 0.21 (rel. 0.034 / 0.0053), top-1 0.965, greedy 1/4 identical. The q8_0 limits leave ~2x
+# over that; a mis-mapped or foreign tensor moves logits by the order of the scale (tested).
 GGUF_TOLERANCE: dict[str, dict[str, float]] = {
     "f32": {"max_rel": 1e-4, "mean_rel": 1e-5, "min_top1": 1.0, "greedy_identical": 1.0},
-    "f16": {"max_rel": 0.02, "mean_rel": 0.002, "min_top1": 0.97, "greedy_identical": 0.0},
+    "f16": {"max_rel": 0.02, "mean_rel": 0.002, "min_top1": 0.97, "greedy_identical": 0.5},
     "bf16": {"max_rel": 0.15, "mean_rel": 0.025, "min_top1": 0.9, "greedy_identical": 0.0},
-    "q8_0": {"max_rel": 0.08, "mean_rel": 0.01, "min_top1": 0.9, "greedy_identical": 0.0},
+    "q8_0": {"max_rel": 0.08, "mean_rel": 0.012, "min_top1": 0.9, "greedy_identical": 0.0},
 }
 
 
