@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolrl_lib.merge_checks import FIXED_PROMPTS, chat_prompts, logit_diff
+from toolrl_lib.merge.checks import FIXED_PROMPTS, chat_prompts, logit_diff
 
 # Limits per GGUF type, relative to the reference's largest |logit| (``scale``): a file passes
 # when max|gguf - ref| <= max_rel * scale, mean|.| <= mean_rel * scale, top-1 agreement >=
@@ -46,7 +46,7 @@ def load_gguf_model(gguf_file: str | Path, dtype: str = "fp32", device: str = "c
     """(model, tokenizer) read from a GGUF file by transformers (dequantised)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from toolrl_lib.merge_checks import torch_dtype
+    from toolrl_lib.merge.checks import torch_dtype
 
     path = Path(gguf_file)
     tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
