@@ -88,7 +88,7 @@ def test_cli_refuses_unsloth_and_bad_counts_before_launching(capsys):
     from toolrl_lib.cli import main
 
     assert main(["train", "--config", "configs/smoke.yaml", "--set", "backend=unsloth",
-                 "--num-gpus", "2"]) == 2
+                 "--set", "grpo.rollouts=trl", "--num-gpus", "2"]) == 2
     assert "unsloth" in capsys.readouterr().err
     assert main(["train", "--config", "configs/smoke.yaml", "--num-gpus", "0"]) == 2
     assert "--num-gpus must be >= 1" in capsys.readouterr().err

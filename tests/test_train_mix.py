@@ -32,13 +32,16 @@ def test_balanced_order_spreads_every_kind_over_every_window():
 
 
 def test_grpo_mix_adds_hard_negatives_and_orders_kinds():
-    config = load_run_config("configs/smoke.yaml", ["data.hard_negatives=12", "data.balance_kinds=true"])
+    # the smoke profile's irrelevance oversampling off, so the counts are the mix's alone
+    plain_mix = ["data.oversample_kinds={}"]
+    config = load_run_config("configs/smoke.yaml", [*plain_mix, "data.hard_negatives=12",
+                                                    "data.balance_kinds=true"])
     examples = generate_examples(48, seed=9)
     val = generate_examples(8, seed=10)
     mixed = grpo_mix(examples, config, val)
     assert len(mixed) == 48 + 12
     assert sum(e.meta.get("negative") is not None for e in mixed) == 12
-    plain = grpo_mix(examples, load_run_config("configs/smoke.yaml"), val)
+    plain = grpo_mix(examples, load_run_config("configs/smoke.yaml", plain_mix), val)
     assert [e.id for e in plain] == [e.id for e in examples]  # defaults leave the mix alone
 
 

@@ -257,8 +257,8 @@ def _lora_rules(c: RunConfig, rule: Rule) -> None:
     rule(g.rollouts == "trl" or (c.backend != "unsloth" and g.loss_type != "rlsd"
                                   and not g.merged_generation and not c.logging.generation_times),
          "grpo.rollouts", g.rollouts, "'library' samples through TRL's rollout_func: it needs the "
-         "peft backend, a loss other than rlsd, merged_generation off and logging.generation_times "
-         "off (those wrap TRL's own sampler)")
+         "peft backend (not unsloth), a loss other than rlsd, merged_generation off and "
+         "logging.generation_times off (those wrap TRL's own sampler)")
     rule(1 <= lora.r <= LORA_MAX_RANK, "lora.r", lora.r, f"LoRA rank must be in [1, {LORA_MAX_RANK}]")
     rule(lora.alpha > 0, "lora.alpha", lora.alpha, "must be > 0")
     rule(0.0 <= lora.dropout < 1.0, "lora.dropout", lora.dropout, "must be in [0, 1)")
