@@ -90,6 +90,24 @@ def child(a: argparse.Namespace) -> int:
     return rc
 
 
+def perturb_noop_adapter(adapter_dir: Path, scale: float = 1e-3) -> bool:
+    """Fill an all-zero adapter's lora_B with N(0, scale) values (True if it was all zero)."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    path = adapter_dir / "adapter_model.safetensors"
+    tensors = load_file(str(path))
+    if any(float(t.abs().max()) > 0 for k, t in tensors.items() if "lora_B" in k):
+        return False
+    generator = torch.Generator().manual_seed(0)
+    for key, tensor in tensors.items():
+        if "lora_B" in key:
+            noise = torch.randn(tensor.shape, generator=generator) * scale
+            tensors[key] = noise.to(tensor.dtype)
+    save_file(tensors, str(path), metadata={"format": "pt"})
+    return True
+
+
 def merge_step(a: argparse.Namespace, result: dict[str, Any], cuda: bool) -> int:
     """``toolrl merge`` of the run's last adapter in the same capped process; its own peak."""
     import gc
@@ -102,6 +120,10 @@ def merge_step(a: argparse.Namespace, result: dict[str, Any], cuda: bool) -> int
     if cuda:
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
+    # Random weights give every completion the same reward, so a few GRPO steps leave lora_B at
+    # zero and the merge (rightly) refuses a no-op adapter. This measures memory, not learning:
+    # give the saved adapter small random deltas first, and say so in the result.
+    result["adapter_perturbed_for_merge"] = perturb_noop_adapter(Path(a.run_dir) / "last")
     argv = ["merge", "--run", a.run_dir, "--checkpoint", "last", "--dtype", a.merge_dtype,
             "--device", "cuda" if cuda else "cpu", "--n-generations", "2", "--max-new-tokens", "16",
             "--out", str(Path(a.run_dir) / "merged"), "--overwrite"]
