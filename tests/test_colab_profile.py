@@ -58,7 +58,15 @@ def test_colab_shapes_are_qwen3_1p7b() -> None:
 @pytest.mark.slow
 def test_colab_fit_trains_validates_and_merges_on_cpu(tmp_path: Path) -> None:
     """The GPU command, at tiny shapes on CPU with the peft backend: 1 step, validation, merge."""
-    rc = fpf.main(["--config", str(CONFIG), "--shapes", "tiny", "--cpu", "--backend", "peft",
+    from toolrl_lib.data.example import write_jsonl
+    from toolrl_lib.data.synthetic import generate_examples
+
+    # a clean clone has no data/processed/smoke (notebook 01 writes it): synthetic examples
+    write_jsonl(generate_examples(16, seed=1), tmp_path / "train.jsonl")
+    write_jsonl(generate_examples(4, seed=2), tmp_path / "val.jsonl")
+    data = ["--set", f"data.train_files=[{tmp_path / 'train.jsonl'}]",
+            "--set", f"data.val_files=[{tmp_path / 'val.jsonl'}]"]
+    rc = fpf.main([*data, "--config", str(CONFIG), "--shapes", "tiny", "--cpu", "--backend", "peft",
                    "--max-steps", "1", "--val-examples", "2", "--val-tokens", "8", "--merge",
                    "--label", "colab_profile_fit", "--out", str(tmp_path),
                    "--model-dir", str(tmp_path / "model"), "--run-dir", str(tmp_path / "run"),
