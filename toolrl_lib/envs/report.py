@@ -20,21 +20,10 @@ CURVES = (
 
 
 def plot_curves(metrics: Any, out_path: str | Path) -> Path:
-    import matplotlib
+    """The multi-turn run's curves, drawn by the single-turn report's grid."""
+    from toolrl_lib.train.report import plot_training_curves
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
-    for ax, (title, columns) in zip(axes.flat, CURVES, strict=True):
-        for column in columns:
-            if column in metrics.columns and metrics[column].notna().any():
-                ax.plot(metrics["step"], metrics[column], marker="o", ms=3, label=column)
-        ax.set_title(title)
-        ax.set_xlabel("optimizer step")
-        if ax.lines:
-            ax.legend(fontsize=7)
-    return save_figure(fig, out_path)
+    return plot_training_curves(metrics, out_path, CURVES)
 
 
 def stage_table(validation: Any) -> Any:

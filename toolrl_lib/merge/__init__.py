@@ -1,21 +1,7 @@
 """Merge a LoRA adapter into its base model, export a standalone folder, and prove it worked.
 
-Merging is where training silently disappears: an adapter that never left its zero
-initialisation, a delta too small for bf16 to represent, a base that is not the one the
-adapter was trained on, or a save that drops tensors. So every merge is verified before
-the output folder exists at all:
-
-1. the adapter loads completely into the base and its delta ``B @ A * scale`` is non-zero;
-2. the merge itself is exact: the merged fp32 model gives the same logits as base+adapter;
-3. the delta survives rounding to the output dtype (reported; vanishing entirely is an error);
-4. the saved folder reloads with plain ``AutoModelForCausalLM`` (offline) in that dtype,
-   holds the merged values at probed weight positions, and its logits stay within the
-   dtype's tolerance (``LOGIT_TOLERANCE``) of base+adapter;
-5. greedy generations of the reloaded model match base+adapter (differences are listed).
-
-The folder is written to a hidden sibling (``.<name>.partial-*``) and renamed into place
-only after every check passed, with ``toolrl_merge.json`` (provenance + verification)
-written last: a failed check or an interruption leaves nothing that looks complete.
+Every merge is verified before its output folder exists (the checks, in order, are listed in
+``toolrl_lib.merge.core``).
 
 Modules: ``core`` (the merge and its checks in order), ``checks`` (the measurements),
 ``inputs`` (adapter, base and prompts from a run directory), ``publish`` (staging, provenance,

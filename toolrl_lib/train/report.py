@@ -43,14 +43,15 @@ def before_after(validation: Any, key: str) -> tuple[float, float]:
     return float(base[key].iloc[0]), float(final[key].iloc[-1])
 
 
-def plot_training_curves(metrics: Any, out_path: str | Path) -> Path:
+def plot_training_curves(metrics: Any, out_path: str | Path, curves: Any = None) -> Path:
+    """A 2x2 grid of metric curves by step; ``curves`` = four (title, columns) (default CURVES)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(2, 2, figsize=(11, 7))
-    for ax, (title, columns) in zip(axes.flat, CURVES, strict=True):
+    for ax, (title, columns) in zip(axes.flat, curves or CURVES, strict=True):
         for column in columns:
             if column in metrics.columns and metrics[column].notna().any():
                 ax.plot(metrics["step"], metrics[column], marker="o", ms=3, label=column)
