@@ -281,3 +281,107 @@ def test_hub_upload_sends_the_verified_folder(run: Path, monkeypatch: pytest.Mon
     assert M.push_to_hub(out, "me/model").endswith("me/model")
     assert calls == [("token", "hf_from_env"), ("create", "me/model", True),
                      ("upload", str(out), "me/model")]
+
+
+# ------------------------------------------------ fp16 (the colab profile) and the Unsloth path
+
+def unsloth_style_save(adapter_dir: Path, dtype: str, folder: Path) -> None:
+    """What Unsloth's merged 16-bit save does (unsloth_zoo 2026.10.9, ``merge_and_overwrite_lora``):
+    copy the base's shards, merge each LoRA target in fp32 and write it back in the shard's own
+    dtype, whatever ``dtype`` was asked for."""
+    from safetensors.torch import load_file, save_file
+
+    config = json.loads((adapter_dir / "adapter_config.json").read_text())
+    base, scale = Path(config["base_model_name_or_path"]), config["lora_alpha"] / config["r"]
+    shutil.copytree(base, folder, dirs_exist_ok=True)
+    shard = load_file(str(folder / "model.safetensors"))
+    lora = load_file(str(adapter_dir / "adapter_model.safetensors"))
+    for key, weight in shard.items():
+        a = "base_model.model." + key.removesuffix(".weight") + ".lora_A.weight"
+        if a in lora:
+            merged = weight.float().addmm_(lora[a.replace("lora_A", "lora_B")].float(), lora[a].float(),
+                                           alpha=scale)
+            shard[key] = merged.to(weight.dtype)
+    save_file(shard, str(folder / "model.safetensors"), metadata={"format": "pt"})
+
+
+@pytest.fixture(scope="module")
+def bf16_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run on a base stored in bf16 (as Qwen3 checkpoints and the GPU fit's random model are)."""
+    folder = tmp_path_factory.mktemp("bf16") / "base"
+    model, tokenizer = make_tiny_model(None, seed=0)
+    model.to(torch.bfloat16).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return make_lora_run(folder, folder.parent / "run", init_std=0.05)
+
+
+def test_merge_fp16_of_bf16_base_written_in_bf16_is_caught(
+    bf16_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The colab fit's failure: the delta is there, but rounded to bf16, not the fp16 asked for."""
+    assert M.checkpoint_dtype(json.loads((bf16_run / "best" / "adapter_config.json").read_text())
+                              ["base_model_name_or_path"]) == "bf16"
+    monkeypatch.setattr(merge_core, "choose_backend", lambda *a: ("unsloth", None))
+    monkeypatch.setattr(merge_core, "save_merged_unsloth", unsloth_style_save)
+    out = tmp_path / "merged"
+    with pytest.raises(M.MergeVerificationError, match="saved weights carry the delta") as info:
+        M.merge_run(bf16_run, "best", out, options=M.MergeOptions(dtype="fp16", **FAST))
+    report = info.value.report
+    failed = {c["check"]: c["detail"] for c in report.failed_checks()}
+    assert "not fp16" in failed["reloads with AutoModelForCausalLM (offline)"]
+    assert "stored as ['bf16']" in failed["saved weights carry the delta"]
+    probes = report.delta["saved_probes"]
+    assert 0 < probes["delta_matched"] < 0.5 * probes["delta_visible"]
+    assert not out.exists() and not leftovers(out)
+
+
+def test_merge_fp16_drops_nothing_and_a_dropped_delta_fails(
+    bf16_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PEFT's fp16 merge of the same run passes (every visible delta exact); a save in the right
+    dtype that loses the delta fails on the probes alone."""
+    report = M.merge_run(bf16_run, "best", tmp_path / "ok", options=M.MergeOptions(dtype="fp16", **FAST))
+    probes = report.delta["saved_probes"]
+    assert report.passed and probes["delta_matched"] == probes["delta_visible"] > 0
+    assert M.stored_dtypes(tmp_path / "ok") == {"fp16": M.stored_dtypes(tmp_path / "ok")["fp16"]}
+
+    def save_base_in_fp16(model, tokenizer, folder):  # noqa: ANN001
+        base = json.loads((bf16_run / "best" / "adapter_config.json").read_text())["base_model_name_or_path"]
+        from transformers import AutoModelForCausalLM
+
+        AutoModelForCausalLM.from_pretrained(base, dtype=torch.float16).save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+
+    monkeypatch.setattr(merge_core, "save_merged", save_base_in_fp16)
+    with pytest.raises(M.MergeVerificationError) as info:
+        M.merge_run(bf16_run, "best", tmp_path / "lost", options=M.MergeOptions(dtype="fp16", **FAST))
+    failed = {c["check"] for c in info.value.report.failed_checks()}
+    assert "saved weights carry the delta" in failed
+    assert "reloads with AutoModelForCausalLM (offline)" not in failed  # the dtype was right
+    assert info.value.report.delta["saved_probes"]["delta_matched"] == 0
+
+
+def test_merge_fp16_accepts_delta_partly_below_its_resolution(base_dir: Path, tmp_path: Path) -> None:
+    """Where fp16 rounds part of the delta away, the saved weights legitimately equal the base:
+    only positions where round(W + delta) != round(W) are held to the merged value."""
+    run = make_lora_run(base_dir, tmp_path / "small", init_std=2e-5)
+    report = M.merge_run(run, "best", tmp_path / "m", options=M.MergeOptions(dtype="fp16", **FAST))
+    probes = report.delta["saved_probes"]
+    assert 0.1 < report.delta["survival_fraction"] < 0.9
+    assert report.passed and 0 < probes["delta_visible"] < 0.9 * probes["probed"]
+    assert probes["delta_matched"] == probes["delta_visible"]
+
+
+def test_merge_uses_unsloth_only_when_the_base_is_stored_in_the_asked_dtype(
+    monkeypatch: pytest.MonkeyPatch, base_dir: Path
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "unsloth" else real(name, *a))
+    assert M.choose_backend("auto", "unsloth", "bf16", "bf16") == ("unsloth", None)
+    backend, note = M.choose_backend("auto", "unsloth", "fp16", "bf16")
+    assert backend == "peft" and "keeps the base checkpoint's dtype (bf16)" in note
+    assert M.choose_backend("unsloth", None, "fp16", None)[0] == "peft"
+    assert M.checkpoint_dtype(str(base_dir)) == "fp32"

@@ -15,12 +15,14 @@ from toolrl_lib.merge.checks import (
     LOGIT_TOLERANCE,
     compare_generations,
     logit_limits,
+    stored_dtypes,
 )
 from toolrl_lib.merge.core import choose_backend, merge_adapter, merge_run, save_merged
 from toolrl_lib.merge.display import side_by_side, summary_rows
 from toolrl_lib.merge.inputs import (
     adapter_base_name,
     check_adapter_folder,
+    checkpoint_dtype,
     default_output,
     resolve_checkpoint,
     run_settings,
@@ -39,9 +41,9 @@ from toolrl_lib.run_dir import ADAPTER_CONFIG, RUN_INFO, read_run_info, resolve_
 __all__ = [
     "ADAPTER_CONFIG", "BACKENDS", "DTYPES", "FIXED_PROMPTS", "LOGIT_TOLERANCE", "MERGE_INFO",
     "RUN_INFO", "MergeError", "MergeOptions", "MergeReport", "MergeVerificationError",
-    "adapter_base_name", "check_adapter_folder", "choose_backend", "compare_generations",
+    "adapter_base_name", "check_adapter_folder", "checkpoint_dtype", "choose_backend", "compare_generations",
     "default_output",
     "is_complete_merge", "logit_limits", "merge_adapter", "merge_run", "push_to_hub",
     "read_run_info", "resolve_base", "resolve_checkpoint", "run_settings", "save_merged",
-    "sha256_of", "side_by_side", "summary_rows",
+    "sha256_of", "side_by_side", "stored_dtypes", "summary_rows",
 ]

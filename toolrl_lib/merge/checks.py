@@ -35,6 +35,32 @@ FIXED_PROMPTS: tuple[str, ...] = (
 )
 
 
+# safetensors header dtype names of the float types a merged folder may hold
+STORED_DTYPES = {"BF16": "bf16", "F16": "fp16", "F32": "fp32", "F64": "fp64"}
+
+
+def stored_dtypes(folder: str | Path, names: set[str] | None = None) -> dict[str, int]:
+    """How many floating tensors (of ``names``, default all) the ``*.safetensors`` files of
+    ``folder`` store per dtype, read from the headers (no weights loaded). What is on disk is what a user gets:
+    ``from_pretrained(dtype=...)`` casts on load and would hide a file written in another
+    dtype (Unsloth's merged 16-bit save keeps the base checkpoint's, e.g. bf16 for fp16)."""
+    import json
+    import struct
+
+    counts: dict[str, int] = {}
+    for path in sorted(Path(folder).glob("*.safetensors")):
+        with path.open("rb") as handle:
+            (length,) = struct.unpack("<Q", handle.read(8))
+            header = json.loads(handle.read(length))
+        for key, entry in header.items():
+            if key == "__metadata__" or (names is not None and key not in names):
+                continue
+            name = STORED_DTYPES.get(entry.get("dtype", ""))
+            if name:
+                counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
 def torch_dtype(name: str) -> Any:
     import torch
 

@@ -8,9 +8,10 @@ the output folder exists at all:
 1. the adapter loads completely into the base and its delta ``B @ A * scale`` is non-zero;
 2. the merge itself is exact: the merged fp32 model gives the same logits as base+adapter;
 3. the delta survives rounding to the output dtype (reported; vanishing entirely is an error);
-4. the saved folder reloads with plain ``AutoModelForCausalLM`` (offline) in that dtype,
-   holds the merged values at probed weight positions, and its logits stay within the
-   dtype's tolerance (``LOGIT_TOLERANCE``) of base+adapter;
+4. the saved folder reloads with plain ``AutoModelForCausalLM`` (offline), its files store
+   the merged weights in that dtype (not just cast to it on load), it holds ``round(W +
+   delta)`` at probed weight positions, and its logits stay within the dtype's tolerance
+   (``LOGIT_TOLERANCE``) of base+adapter;
 5. greedy generations of the reloaded model match base+adapter (differences are listed).
 
 The folder is written to a hidden sibling (``.<name>.partial-*``) and renamed into place
@@ -39,12 +40,14 @@ from toolrl_lib.merge.checks import (
     logit_diff,
     logit_limits,
     prompt_logits,
+    stored_dtypes,
     torch_dtype,
     weight_probes,
 )
 from toolrl_lib.merge.inputs import (
     adapter_base_name,
     check_adapter_folder,
+    checkpoint_dtype,
     default_output,
     resolve_checkpoint,
     run_settings,
@@ -79,8 +82,13 @@ def save_merged_unsloth(adapter_dir: Path, dtype: str, folder: Path) -> None:
     model.save_pretrained_merged(str(folder), tokenizer, save_method="merged_16bit")
 
 
-def choose_backend(requested: str, run_backend: str | None, dtype: str) -> tuple[str, str | None]:
-    """``(backend, note)``: Unsloth only when asked for (or the run used it) and importable."""
+def choose_backend(
+    requested: str, run_backend: str | None, dtype: str, base_dtype: str | None = None
+) -> tuple[str, str | None]:
+    """``(backend, note)``: Unsloth only when asked for (or the run used it), importable, and
+    the base checkpoint is stored in ``dtype`` already: Unsloth's merged 16-bit save rewrites
+    the base's own shards in their own dtype (unsloth_zoo ``merge_and_overwrite_lora``), so a
+    bf16 base asked for fp16 would come out bf16."""
     import importlib.util
 
     wanted = run_backend if requested == "auto" else requested
@@ -94,6 +102,9 @@ def choose_backend(requested: str, run_backend: str | None, dtype: str) -> tuple
         importable = False
     if not importable:
         return "peft", "the run used Unsloth but it is not importable here; merged with PEFT (same math)"
+    if base_dtype != dtype:
+        return "peft", (f"Unsloth's merged save keeps the base checkpoint's dtype "
+                        f"({base_dtype or 'unknown'}), not {dtype}; merged with PEFT (same math)")
     return "unsloth", None
 
 
@@ -134,7 +145,8 @@ def merge_adapter(
         raise MergeError(f"{out_dir} already exists; pass overwrite=True / --overwrite to replace it")
     run_dir = Path(run_dir) if run_dir else None
     device = _device(options.device)
-    backend, note = choose_backend(options.backend, run_backend, options.dtype)
+    backend, note = choose_backend(options.backend, run_backend, options.dtype,
+                                   checkpoint_dtype(base_model))
     report = MergeReport(
         output=str(out_dir), base_model=base_model, adapter=str(adapter_dir),
         dtype=options.dtype, backend=backend,
@@ -326,8 +338,11 @@ def _verify_saved(
         report.check("reloads with AutoModelForCausalLM (offline)", False, str(error)[:300])
         raise MergeVerificationError(f"the merged folder does not reload: {error}", report) from error
     model = model.to(device)
-    if next(model.parameters()).dtype != dtype:
-        problems.append(f"weights reloaded as {next(model.parameters()).dtype}, expected {dtype}")
+    # from_pretrained(dtype=...) casts on load, so look at how the files store the merged weights
+    stored = stored_dtypes(folder, {f"{name}.weight" for name in probes})
+    other = {k: n for k, n in stored.items() if k != options.dtype}
+    if other or not stored:
+        problems.append(f"merged weights stored as {other or 'no safetensors'}, not {options.dtype}")
     if reloaded_tok.eos_token_id != tokenizer.eos_token_id:
         problems.append(f"eos id {reloaded_tok.eos_token_id} != {tokenizer.eos_token_id}")
     if getattr(tokenizer, "chat_template", None) and not getattr(reloaded_tok, "chat_template", None):
@@ -346,7 +361,8 @@ def _verify_saved(
         f"{matched}/{visible} probed weights where the delta shows hold the merged value "
         f"({weights['exact']}/{weights['probed']} exact overall)"
         + (f"; modules missing: {weights['missing_modules']}" if weights["missing_modules"] else "")
-        + ("" if ok else " - the saved folder does not contain the merged weights"),
+        + ("" if ok else " - the saved folder does not contain the merged weights"
+           + (f" (stored as {sorted(other)}: rounded in another dtype)" if other else "")),
     )
     logits = prompt_logits(model, tokenizer, fixed)
     scale = report.logits["scale"]

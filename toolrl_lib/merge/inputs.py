@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from toolrl_lib.merge.checks import ADAPTER_WEIGHTS
+from toolrl_lib.merge.checks import ADAPTER_WEIGHTS, stored_dtypes
 from toolrl_lib.merge.report import MergeError
 from toolrl_lib.run_dir import ADAPTER_CONFIG, checkpoint_dir
 
@@ -30,6 +30,23 @@ def check_adapter_folder(adapter_dir: str | Path) -> Path:
     if not any((adapter_dir / name).is_file() for name in ADAPTER_WEIGHTS):
         raise MergeError(f"{adapter_dir} has {ADAPTER_CONFIG} but no {ADAPTER_WEIGHTS[0]}")
     return adapter_dir
+
+
+def checkpoint_dtype(base_model: str) -> str | None:
+    """The dtype the base checkpoint stores its weights in (``bf16`` | ``fp16`` | ``fp32``):
+    a local folder's safetensors headers, else the hub config's ``dtype``; None if unknown."""
+    folder = Path(base_model)
+    if folder.is_dir():
+        counts = stored_dtypes(folder)
+        return max(counts, key=counts.__getitem__) if counts else None
+    try:
+        from transformers import AutoConfig
+
+        dtype = getattr(AutoConfig.from_pretrained(base_model), "dtype", None)
+    except (OSError, ValueError):
+        return None
+    names = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+    return names.get(str(dtype).removeprefix("torch."))
 
 
 def adapter_base_name(adapter_dir: str | Path) -> str | None:
