@@ -248,8 +248,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=256, help="episodes per generate call")
     parser.add_argument("--max-batch-tokens", type=int, default=2**20,
                         help="cap on episodes x (longest prompt + budget) tokens per generate call")
-    parser.add_argument("--max-live", type=int, default=512,
-                        help="episodes in flight per model, refilled as they finish (0: all at once)")
+    parser.add_argument("--max-live", type=int, default=200,
+                        help="episodes in flight per model, refilled as they finish (0: all at once); on a "
+                             "GPU each holds a device cache slot of window x 23 KB (SmolLM2-135M, bf16): "
+                             "200 x 8k = 38 GB per model")
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--deadline-s", type=float, default=540, help="generate: kill what still runs after this")

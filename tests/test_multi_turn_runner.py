@@ -164,21 +164,27 @@ def test_cli_writes_bfcl_result_and_score_files(tmp_path, tiny_model_dir):
     assert "multi_turn" in run["aggregates"]["overall"]["parts_missing"]  # 1 of 4 categories ran
 
 
-def test_prefix_cache_path_matches_batched_generate(tmp_path, tiny_model_dir):
-    """On a CPU each episode keeps its cache between steps; the generations are the same as
-    with a full pre-fill per step, and the timing per episode is recorded."""
+def test_prefix_cache_and_slot_paths_match_batched_generate(tmp_path, tiny_model_dir):
+    """On a CPU each episode keeps its cache between steps (PrefixCache); on a GPU every live
+    episode keeps it in a device slot (SlotEngine, run here on the CPU, with one slot reused
+    after its entry finished). The generations are the same as with a full pre-fill per step,
+    and the timing per episode is recorded."""
     from toolrl_lib.evaluate.backends import load_for_eval
 
     loaded = load_for_eval(str(tiny_model_dir), backend="hf", max_new_tokens=4)
     rows = {}
-    for cached in (True, False):
-        settings = MultiTurnSettings(max_new_tokens=4, window=0, compact=True, step_limit=1, prefix_cache=cached)
-        out = tmp_path / str(cached)
-        generate_multi_turn_pending(loaded, out, ["multi_turn_base"], "hermes", 1, settings)
-        rows[cached] = results.read_results(generations_file(out, "multi_turn_base"))[0]
-    assert rows[True]["raw"] == rows[False]["raw"] and rows[True]["result"] == rows[False]["result"]
-    assert rows[True]["steps"] >= len(load_bfcl_entries("multi_turn_base")[0]["question"])
-    assert rows[True]["generate_seconds"] > 0
+    for mode, (cached, slots) in {"prefix": (True, None), "slots": (False, True), "batched": (False, False)}.items():
+        settings = MultiTurnSettings(max_new_tokens=4, window=0, compact=True, step_limit=1, prefix_cache=cached,
+                                     slots=slots, max_live=1)  # fmt: skip
+        out = tmp_path / mode
+        generate_multi_turn_pending(loaded, out, ["multi_turn_base"], "hermes", 2, settings)
+        rows[mode] = {r["id"]: r for r in results.read_results(generations_file(out, "multi_turn_base"))}
+    for mode in ("prefix", "slots"):
+        for key, row in rows["batched"].items():
+            assert rows[mode][key]["raw"] == row["raw"] and rows[mode][key]["result"] == row["result"], (mode, key)
+    first = rows["slots"][load_bfcl_entries("multi_turn_base")[0]["id"]]
+    assert first["steps"] >= len(load_bfcl_entries("multi_turn_base")[0]["question"])
+    assert first["generate_seconds"] > 0
 
 
 @pytest.mark.slow

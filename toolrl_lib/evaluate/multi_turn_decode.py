@@ -8,8 +8,8 @@ common token prefix and pre-fills only the rest. The reused keys/values are exac
 fresh pre-fill computes (causal attention: position i sees only tokens <= i), so the greedy
 tokens are the same up to float rounding (tested against ``generation.generate``).
 
-One episode at a time (batch 1, no padding): this is the CPU path. On a GPU the batched
-``generate`` over all live episodes is faster. Caches are dropped least-recently-used first
+One episode at a time (batch 1, no padding): this is the CPU path. On a GPU,
+``multi_turn_slots.SlotEngine`` keeps the caches on the device and batches the episodes. Caches are dropped least-recently-used first
 beyond ``max_cache_bytes``; an evicted episode is simply pre-filled in full at its next step.
 """
 
@@ -66,12 +66,14 @@ class PrefixCache:
     def complete(self, prompts: dict[str, str]) -> dict[str, str]:
         return {key: self.complete_one(key, prompt) for key, prompt in prompts.items()}
 
-    def complete_one(self, key: str, prompt: str) -> str:
+    def complete_one(self, key: str, prompt: str, ids: list[int] | None = None) -> str:
+        """``ids``: the prompt's tokens when the caller has them already."""
         import torch
 
         from toolrl_lib.models import inference_attention
 
-        ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        if ids is None:
+            ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
         cached_ids, cache = self.entries.pop(key, ([], None))
         reuse = min(common_prefix(cached_ids, ids), len(ids) - 1)  # feed >= 1 token for logits
         if cache is None or reuse <= 0:

@@ -61,6 +61,10 @@ class MultiTurnSettings:
     # (``multi_turn_decode``): None = on a CPU with the hf backend, else batched ``generate``.
     # Not part of the cache key: greedy tokens are the same either way.
     prefix_cache: bool | None = None
+    # Keep every live episode's cache in a slot on the device and decode all of them together
+    # (``multi_turn_slots``): None = on an accelerator with the hf backend (when prefix_cache is
+    # None). Its memory is max_live x window x the model's key/value bytes per token.
+    slots: bool | None = None
     # Only these entry ids (a demo subset, e.g. the smoke profile's shortest entry); None: all.
     # Not part of the cache key either: generations are kept per entry.
     entry_ids: tuple[str, ...] | None = None
@@ -224,39 +228,48 @@ def generate_multi_turn_pending(
     if callable(loaded) and not hasattr(loaded, "complete"):
         loaded = loaded()
     tokenizer, adapter = loaded.tokenizer, get_adapter(family)
-    cached = _prefix_cache(loaded, settings)
+    slots = _slot_engine(loaded, settings, len(todo))
+    cached = None if slots is not None else _prefix_cache(loaded, settings)
+    max_live = slots.slots if slots is not None else settings.max_live
     bar = _bar(len(todo), progress)
     with EnvPool(call_timeout=settings.call_timeout) as pool:
         queue = list(todo)
         live: list[Episode] = []
         while queue or live:
-            room = len(queue) if settings.max_live is None else max(0, settings.max_live - len(live))
+            room = len(queue) if max_live is None else max(0, max_live - len(live))
             live += [new_episode(entry, category, pool, settings.compact) for category, entry in queue[:room]]
             del queue[:room]
             prompts = []
-            for episode in live:
-                text = prompt_for(episode, adapter, tokenizer)
-                tokens = len(tokenizer(text, add_special_tokens=False)["input_ids"])
-                episode.max_prompt_tokens = max(episode.max_prompt_tokens, tokens)
-                episode.error = over_window(tokens, settings)
+            rendered = [prompt_for(episode, adapter, tokenizer) for episode in live]
+            encoded = tokenizer(rendered, add_special_tokens=False)["input_ids"] if rendered else []
+            for episode, text, ids in zip(live, rendered, encoded, strict=True):
+                episode.max_prompt_tokens = max(episode.max_prompt_tokens, len(ids))
+                episode.error = over_window(len(ids), settings)
                 if episode.error:
                     episode.done = True
+                    if slots is not None:  # free its slot now: the step's decode then reads a view
+                        slots.drop(episode.key)
                 else:
-                    prompts.append((tokens, text, episode))
+                    prompts.append((len(ids), text, episode, ids))
             prompts.sort(key=lambda item: item[0])
-            if cached is not None:
+            if slots is not None:  # every live episode in one call: batched prefill and decode
+                spans = [(0, len(prompts))] if prompts else []
+            elif cached is not None:
                 spans = [(i, i + 1) for i in range(len(prompts))]
             else:
-                spans = plan_chunks([n for n, _, _ in prompts], chunk, max_batch_tokens, settings.max_new_tokens)
+                spans = plan_chunks([p[0] for p in prompts], chunk, max_batch_tokens, settings.max_new_tokens)
             for start, stop in spans:
                 part = prompts[start:stop]
                 began = time.perf_counter()
-                if cached is not None:
-                    texts = [cached.complete_one(part[0][2].key, part[0][1])]
+                if slots is not None:
+                    replies = slots.complete({p[2].key: p[3] for p in part})
+                    texts = [replies[p[2].key] for p in part]
+                elif cached is not None:
+                    texts = [cached.complete_one(part[0][2].key, part[0][1], ids=part[0][3])]
                 else:
-                    texts = loaded.complete([text for _, text, _ in part])
-                elapsed, total = time.perf_counter() - began, sum(n for n, _, _ in part)
-                for (tokens, _, episode), reply in zip(part, texts, strict=True):
+                    texts = loaded.complete([p[1] for p in part])
+                elapsed, total = time.perf_counter() - began, sum(p[0] for p in part)
+                for (tokens, _, episode, _), reply in zip(part, texts, strict=True):
                     episode.seconds += elapsed * tokens / max(1, total)
                     take_step(episode, reply, adapter, pool, settings.step_limit)
             still = []
@@ -264,8 +277,9 @@ def generate_multi_turn_pending(
                 if episode.done:
                     results.append_results(generations_file(out, episode.category), [episode.row()])
                     pool.close(episode.key)
-                    if cached is not None:
-                        cached.drop(episode.key)
+                    for engine in (cached, slots):
+                        if engine is not None:
+                            engine.drop(episode.key)
                     if bar is not None:
                         bar.update(1)
                 else:
@@ -290,6 +304,41 @@ def _prefix_cache(loaded: Any, settings: MultiTurnSettings) -> Any:
     from toolrl_lib.evaluate.multi_turn_decode import PrefixCache
 
     return PrefixCache(model, loaded.tokenizer, settings.max_new_tokens)
+
+
+def _slot_engine(loaded: Any, settings: MultiTurnSettings, todo: int) -> Any:
+    """The device-resident ``SlotEngine`` (``multi_turn_slots``) for a transformers model on an
+    accelerator, unless ``settings.prefix_cache`` or ``settings.slots`` says otherwise; else None."""
+    model = getattr(loaded, "model", None)
+    wanted = settings.slots
+    if wanted is None:
+        wanted = (model is not None and settings.prefix_cache is None
+                  and next(model.parameters()).device.type != "cpu")  # fmt: skip
+    if not wanted:
+        return None
+    from toolrl_lib.evaluate.multi_turn_slots import SlotEngine, supports_slots
+
+    if model is None or not supports_slots(model):
+        if settings.slots:
+            raise ValueError("slots=True needs the hf backend and a Llama-like decoder")
+        return None
+    window = settings.window or getattr(model.config, "max_position_embeddings", None) or 8192
+    live = min(todo, settings.max_live or max(1, fitting_slots(model, window + 1)))
+    return SlotEngine(model, loaded.tokenizer, settings.max_new_tokens, slots=live, capacity=window + 1)
+
+
+def fitting_slots(model: Any, capacity: int, share: float = 0.5) -> int:
+    """How many cache slots of ``capacity`` positions fit in ``share`` of the device's free
+    memory (max_live None on an accelerator); CPU: 64."""
+    import torch
+
+    device = next(model.parameters()).device
+    if device.type != "cuda":
+        return 64
+    from toolrl_lib.evaluate.multi_turn_slots import slot_bytes
+
+    free, _ = torch.cuda.mem_get_info(device)
+    return int(share * free // slot_bytes(model, capacity))
 
 
 def check_multi_turn_settings(out: Path, settings: dict[str, Any], categories: list[str]) -> None:
