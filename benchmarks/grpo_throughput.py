@@ -35,9 +35,7 @@ import argparse
 import contextlib
 import csv
 import json
-import os
 import shutil
-import subprocess
 import sys
 import time
 import traceback
@@ -45,7 +43,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-ALL_PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+sys.path.append(str(Path(__file__).resolve().parent / "gpu"))  # the shared GPU-lane scheduler
+
+import lanes  # noqa: E402
+
+from toolrl_lib.train.config import ALL_PROJECTIONS  # noqa: E402
+
 MARKER = "grpo_throughput_model.json"
 
 # Qwen3-8B's architecture (Qwen3ForCausalLM); "tiny" keeps the code path, not the cost.
@@ -303,19 +306,14 @@ class Recorder:
             torch.cuda.synchronize()
 
     def wrap_generation(self, trainer: Any) -> str:
-        """Time TRL's generation method on this trainer instance; return its name."""
-        from toolrl_lib.train.trl_compat import hook_rollout
+        """Time TRL's generation method on this trainer instance (the library's rollout timer,
+        CUDA-synchronised); return its name."""
+        from toolrl_lib.train.gen_timing import time_rollouts
 
-        def timed(call: Any, *args: Any, **kwargs: Any) -> Any:
-            self.sync()
-            t0 = time.perf_counter()
-            try:
-                return call(*args, **kwargs)
-            finally:
-                self.sync()
-                self._gen_in_step += time.perf_counter() - t0
+        def add(seconds: float, *_: Any) -> None:
+            self._gen_in_step += seconds
 
-        return hook_rollout(trainer, timed)
+        return time_rollouts(trainer, add, sync=self.sync)
 
     def callback(self) -> Any:
         from transformers import TrainerCallback
@@ -371,33 +369,36 @@ def peak_memory(row: dict[str, Any], cuda: bool) -> None:
         row["peak_reserved_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 2)
 
 
-def load_policy(variant: Variant, a: argparse.Namespace, w: Workload, cuda: bool) -> tuple[Any, Any, Any]:
-    """(model, tokenizer, peft_config or None) for the variant's backend."""
-    import torch
-    from peft import LoraConfig
+def policy_config(variant: Variant, w: Workload) -> Any:
+    """The settings the library's loaders read: LoRA r16/alpha32 on all 7 projections, bf16."""
+    from toolrl_lib.train.config import GRPOSection, LoraSection, ModelSection, RunConfig
 
+    return RunConfig(seed=0, model=ModelSection(dtype="bf16", max_seq_length=w.prompt_tokens + w.completion_tokens),
+                     lora=LoraSection(r=16, alpha=32, dropout=0.0, target_modules=list(ALL_PROJECTIONS)),
+                     grpo=GRPOSection(gradient_checkpointing=variant.grpo.get("gradient_checkpointing", True)))
+
+
+def load_policy(variant: Variant, a: argparse.Namespace, w: Workload, cuda: bool) -> tuple[Any, Any, Any]:
+    """(model, tokenizer, peft_config or None) for the variant's backend, through the library's
+    loader (``toolrl_lib.train.backend``). PEFT's model is built on the GPU instead of loaded
+    (16 GB never pass through the CPU) and gets its adapter from the trainer's ``peft_config``."""
+    import torch
+
+    from toolrl_lib.train.backend import load_policy as load_run_policy
+    from toolrl_lib.train.backend import peft_lora_config
+
+    config = policy_config(variant, w)
     if variant.backend == "unsloth":
         if not cuda:
             raise RuntimeError("variant needs a CUDA GPU: Unsloth's kernels do not run on CPU")
-        from unsloth import FastLanguageModel
-
         folder = ensure_saved_model(a.model_dir or default_model_dir(a.shapes), a.shapes, "cuda")
         torch.cuda.reset_peak_memory_stats()
-        model, tokenizer = FastLanguageModel.from_pretrained(
-            model_name=str(folder), max_seq_length=w.prompt_tokens + w.completion_tokens,
-            dtype=torch.bfloat16, load_in_4bit=False)
-        gc = variant.grpo.get("gradient_checkpointing", True)
-        model = FastLanguageModel.get_peft_model(
-            model, r=16, lora_alpha=32, lora_dropout=0.0, target_modules=ALL_PROJECTIONS, bias="none",
-            use_gradient_checkpointing="unsloth" if gc else False, random_state=0)
-        tokenizer.padding_side = "left"
+        model, tokenizer = load_run_policy(config, str(folder), "unsloth", "cuda")
         return model, tokenizer, None
     tokenizer = embedded_tokenizer()
     model = build_random_model(a.shapes, tokenizer, "cuda" if cuda else "cpu",
                                torch.bfloat16 if cuda else torch.float32)
-    lora = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules=ALL_PROJECTIONS,
-                      bias="none", task_type="CAUSAL_LM")
-    return model, tokenizer, lora
+    return model, tokenizer, peft_lora_config(config.lora)
 
 
 def run_worker(a: argparse.Namespace) -> dict[str, Any]:
@@ -531,63 +532,46 @@ def resolve_best(job: Job, rows: list[dict[str, Any]]) -> Job | None:
 
 
 def run_all(a: argparse.Namespace) -> list[dict[str, Any]]:
-    """Run the jobs, one subprocess per GPU at a time, until done or out of time."""
+    """Run the jobs, one subprocess per GPU at a time (``lanes.run_lanes``), until done or out of time."""
     out = Path(a.out)
     (out / "rows").mkdir(parents=True, exist_ok=True)
     start = time.time()
     deadline = start + a.time_budget_s
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
     # Lanes are physical GPU ids: respect an outer CUDA_VISIBLE_DEVICES (e.g. "1": the other GPU is busy).
-    lanes = (visible.split(",") if visible and not a.cpu else [str(i) for i in range(gpu_count(a.cpu))]) \
-        or ["cpu"]
-    pending = parse_jobs(a.variants)
-    running: dict[str, tuple[subprocess.Popen, Job, Path, float, Any]] = {}
-    rows: list[dict[str, Any]] = []
-    meta = {"shapes": a.shapes, "workload": asdict(WORKLOADS[a.shapes]), "lanes": lanes,
+    gpus = [] if a.cpu else lanes.lanes_from_env(gpu_count(a.cpu))
+    meta = {"shapes": a.shapes, "workload": asdict(WORKLOADS[a.shapes]), "lanes": gpus or ["cpu"],
             "time_budget_s": a.time_budget_s, "memory_cap_gb": a.memory_cap_gb,
             "command": " ".join(sys.argv), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+    rows: list[dict[str, Any]] = []
+    pending = parse_jobs(a.variants)
     if a.resume:
         rows, pending, meta = resume_rows(out, pending, meta)
-    while pending or running:
-        for lane, (proc, job, row_file, t_start, log) in list(running.items()):
-            killed = False
-            if proc.poll() is None and time.time() > deadline + a.grace_s:
-                proc.kill()
-                killed = True
-            if proc.poll() is None:
-                continue
-            log.close()
-            row = collect_row(job, row_file, proc.returncode, killed, time.time() - t_start)
-            rows.append(row)
-            del running[lane]
-            write_outputs(out, meta, rows)
+
+    def prepare(item: lanes.Job) -> lanes.Job | str:
+        resolved = resolve_best(item.data, rows)  # "best" waits for every earlier job (wait_for_all)
+        if resolved is None:
+            return "no earlier variant finished"
+        stem = out / "rows" / resolved.name.replace("@", "-")
+        return lanes.Job(resolved.name, worker_cmd(a, resolved, stem.with_suffix(".json"), deadline),
+                         log=stem.with_suffix(".log"), data=resolved)
+
+    def record(outcome: lanes.Outcome) -> None:
+        job = outcome.job.data
+        if outcome.status == "skipped":
+            row = {"job": job.name, "variant": job.variant, "status": "skipped",
+                   "error": f"skipped: {outcome.reason}" if "time budget" in outcome.reason else outcome.reason}
+        else:
+            killed = outcome.status == "killed"
+            row_file = out / "rows" / f"{job.name.replace('@', '-')}.json"
+            row = collect_row(job, row_file, -9 if killed else outcome.returncode, killed, outcome.seconds)
             print(f"[{time.time() - start:6.0f}s] {job.name}: {row['status']} "
                   f"{row.get('completions_per_s', '')} completions/s {row.get('error', '')}", flush=True)
-        free = [lane for lane in lanes if lane not in running]
-        while pending and free:
-            job = pending[0]
-            if job.variant == "best" and running:
-                break  # wait for everything before it
-            pending.pop(0)
-            resolved = resolve_best(job, rows)
-            remaining = deadline - time.time()
-            if resolved is None or remaining < a.min_start_s:
-                why = "no earlier variant finished" if resolved is None else \
-                    f"skipped: {remaining:.0f} s left of the time budget (< --min-start-s {a.min_start_s})"
-                rows.append({"job": job.name, "variant": job.variant, "status": "skipped", "error": why})
-                write_outputs(out, meta, rows)
-                continue
-            lane = free.pop(0)
-            row_file = out / "rows" / f"{resolved.name.replace('@', '-')}.json"
-            env = dict(os.environ)
-            if lane != "cpu":
-                env["CUDA_VISIBLE_DEVICES"] = lane
-            log = (out / "rows" / f"{resolved.name.replace('@', '-')}.log").open("w")
-            proc = subprocess.Popen(worker_cmd(a, resolved, row_file, deadline), env=env,
-                                    stdout=log, stderr=subprocess.STDOUT)
-            running[lane] = (proc, resolved, row_file, time.time(), log)
-            print(f"[{time.time() - start:6.0f}s] started {resolved.name} on {lane}", flush=True)
-        time.sleep(a.poll_s)
+        rows.append(row)
+        write_outputs(out, meta, rows)
+
+    jobs = [lanes.Job(job.name, data=job, wait_for_all=job.variant == "best") for job in pending]
+    lanes.run_lanes(jobs, gpus or [None], deadline, grace_s=a.grace_s, min_start_s=a.min_start_s,
+                    poll_s=a.poll_s, prepare=prepare, on_end=record)
     write_outputs(out, meta, rows)
     return rows
 

@@ -1,7 +1,7 @@
 """Issue 18 report: BFCL single-turn summary of base, primed and the variant selected on
 validation, with paired category-stratified bootstrap CIs -> rl_single_turn.{md,json}.
 
-    python benchmarks/rl_learning_gpu.py single-turn-report --archive rl_learning.tar.gz \
+    python benchmarks/gpu/rl_learning_gpu.py single-turn-report --archive rl_learning.tar.gz \
         --work runs/rl_single_turn --out benchmarks/results
 """
 

@@ -24,6 +24,20 @@ except ImportError:  # hypothesis is a test extra; the tests that need it import
     pass
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests of the one-off GPU experiment harness (benchmarks/gpu/) leave the default suite:
+    they run only when ``-m`` names the marker (``pytest -m gpu_harness``), so CI's
+    ``-m "not notebooks and not browser"`` does not pay for them."""
+    if "gpu_harness" in (config.getoption("markexpr") or ""):
+        return
+    kept, dropped = [], []
+    for item in items:
+        (dropped if item.get_closest_marker("gpu_harness") else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A saved tiny random Llama + ChatML byte tokenizer (a normal HF model folder)."""

@@ -1,14 +1,10 @@
-"""The colab profile (a free-tier T4: 16 GB, fp16): its configs load, its shapes are Qwen3-1.7B's,
-and the fit benchmark runs train + validation + merge end to end (CPU, tiny shapes here; the
-15 GB measurement at real shapes runs on a GPU)."""
+"""The colab profile (a free-tier T4: 16 GB, fp16): its configs load and its shapes are Qwen3-1.7B's
+(the fit benchmark's CPU run of it: test_full_profile_fit.py)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-
-import pytest
 
 from toolrl_lib import workbook
 
@@ -16,7 +12,6 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "qwen3_1p7b_colab.yaml"
 sys.path.append(str(ROOT / "benchmarks"))  # after site-packages (see test_grpo_throughput.py)
 
-import full_profile_fit as fpf  # noqa: E402
 import grpo_throughput as gt  # noqa: E402
 
 
@@ -53,26 +48,3 @@ def test_colab_shapes_are_qwen3_1p7b() -> None:
     # Qwen3-1.7B's model card: 1.7B parameters, 1.4B of them non-embedding (tied lm_head).
     assert 1.65e9 < total < 2.1e9 and 1.35e9 < total - embedding < 1.45e9
     assert config.tie_word_embeddings
-
-
-@pytest.mark.slow
-def test_colab_fit_trains_validates_and_merges_on_cpu(tmp_path: Path) -> None:
-    """The GPU command, at tiny shapes on CPU with the peft backend: 1 step, validation, merge."""
-    from toolrl_lib.data.example import write_jsonl
-    from toolrl_lib.data.synthetic import generate_examples
-
-    # a clean clone has no data/processed/smoke (notebook 01 writes it): synthetic examples
-    write_jsonl(generate_examples(16, seed=1), tmp_path / "train.jsonl")
-    write_jsonl(generate_examples(4, seed=2), tmp_path / "val.jsonl")
-    data = ["--set", f"data.train_files=[{tmp_path / 'train.jsonl'}]",
-            "--set", f"data.val_files=[{tmp_path / 'val.jsonl'}]"]
-    rc = fpf.main([*data, "--config", str(CONFIG), "--shapes", "tiny", "--cpu", "--backend", "peft",
-                   "--max-steps", "1", "--val-examples", "2", "--val-tokens", "8", "--merge",
-                   "--label", "colab_profile_fit", "--out", str(tmp_path),
-                   "--model-dir", str(tmp_path / "model"), "--run-dir", str(tmp_path / "run"),
-                   "--set", "grpo.max_completion_length=8", "--set", "grpo.warmup_steps=0"])
-    result = json.loads((tmp_path / "colab_profile_fit_peft.json").read_text())
-    assert rc == 0, result.get("error")
-    assert result["status"] == "ok" and result["steps_done"] == 1 and result["merge_rc"] == 0
-    assert (tmp_path / "run" / "merged" / "toolrl_merge.json").is_file()
-    assert result["config"] == str(CONFIG)

@@ -1,4 +1,4 @@
-"""benchmarks/grpo_throughput.py and full_profile_fit.py on CPU with tiny shapes.
+"""benchmarks/grpo_throughput.py on CPU with tiny shapes (full_profile_fit.py: test_full_profile_fit.py).
 
 The GPU numbers come from the GPU host; here we check the parts that must be right the
 first time there: the job plan, the exact prompt length, the Qwen3-8B shapes, the saved
@@ -16,7 +16,6 @@ import pytest
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.append(str(BENCH))  # after site-packages: benchmarks/bfcl_eval.py must not hide bfcl_eval
 
-import full_profile_fit as fpf  # noqa: E402
 import grpo_throughput as gt  # noqa: E402
 
 
@@ -164,28 +163,6 @@ def test_tiny_run_end_to_end(tmp_path):
     text = (tmp_path / "grpo_throughput.md").read_text()
     assert "| peft_default | ok |" in text and "| unsloth | failed |" in text
     assert (tmp_path / "grpo_throughput.csv").read_text().count("\n") == 4
-
-
-def test_full_profile_overrides_validate(tmp_path):
-    from toolrl_lib.train.config import load_run_config
-
-    args = fpf.argparse.Namespace(backend="peft", max_steps=2, val_examples=4, val_tokens=32, cpu=False,
-                                  set=["grpo.loss_type=grpo"])
-    config = load_run_config(fpf.CONFIG, fpf.overrides(args, tmp_path / "model"))
-    assert config.model.name == str(tmp_path / "model") and config.model.family == "qwen3"
-    assert config.backend == "peft" and config.grpo.max_steps == 2 and not config.filtering.enabled
-    assert config.data.train_files == ["data/processed/smoke/train.jsonl"]
-    assert config.grpo.max_completion_length == 1024 and config.grpo.per_device_train_batch_size == 8
-    assert config.grpo.loss_type == "grpo" and not config.logging.tensorboard
-
-
-def test_full_profile_fit_defaults_to_the_configs_backend(tmp_path):
-    """No --backend: the profile's own (unsloth). On this CPU box it fails as a result row."""
-    rc = fpf.main(["--out", str(tmp_path), "--shapes", "tiny", "--cpu", "--max-steps", "1",
-                   "--model-dir", str(tmp_path / "model"), "--run-dir", str(tmp_path / "run")])
-    result = json.loads((tmp_path / "full_profile_fit_unsloth.json").read_text())
-    assert rc == 1 and result["backend"] == "unsloth" and "backend=unsloth" in result["overrides"]
-    assert result["status"] == "failed" and "unsloth" in result["error"]
 
 
 def test_plot_draws_the_committed_table_and_refuses_a_missing_one(tmp_path):

@@ -65,12 +65,13 @@ def test_a_model_without_lora_is_refused(tiny_model_dir):
         pass
 
 
+@pytest.mark.gpu_harness
 def test_benchmark_script_writes_its_table(tiny_model_dir, tmp_path):
     import json
     import sys
     from pathlib import Path
 
-    sys.path.append(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.path += [str(Path(__file__).resolve().parents[1] / "benchmarks" / d) for d in ("gpu", ".")]
     import merged_generation as bench
 
     assert bench.main(["--model", str(tiny_model_dir), "--batch", "2", "--new-tokens", "4",

@@ -1,6 +1,6 @@
-"""benchmarks/multi_gpu.py's reading and reporting on hand-made run directories (no GPU):
+"""benchmarks/gpu/multi_gpu.py's reading and reporting on hand-made run directories (no GPU):
 steady-state means leave the warm-up step out, per-rank rounds become the straggler and
-decode-step columns, and the ratio compares the two runs."""
+decode-step columns, and the ratio compares the two runs. Harness tests: ``pytest -m gpu_harness``."""
 
 from __future__ import annotations
 
@@ -9,12 +9,16 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.append(str(BENCH))  # after site-packages: benchmarks/bfcl_eval.py must not hide bfcl_eval
+sys.path.append(str(BENCH / "gpu"))  # after site-packages
 
 import multi_gpu  # noqa: E402
 
 from toolrl_lib.train.gen_timing import timing_file  # noqa: E402
+
+pytestmark = pytest.mark.gpu_harness
 
 
 def fake_run(run_dir: Path, step_times: list[float], rounds: dict[int, list[tuple[int, float, int]]],

@@ -1,15 +1,20 @@
-"""benchmarks/rl_learning_gpu.py helpers that must be right before a GPU session: the job
-queue (one job per GPU at a time, deadline kill) and the validation-only selection."""
+"""benchmarks/gpu/rl_learning_gpu.py helpers that must be right before a GPU session: the
+validation-only selection (its job queue is benchmarks/gpu/lanes.py: tests/test_gpu_lanes.py).
+Harness tests: ``pytest -m gpu_harness``."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.append(str(BENCH))  # after site-packages: benchmarks/bfcl_eval.py must not hide bfcl_eval
+sys.path += [str(BENCH), str(BENCH / "gpu")]  # after site-packages: benchmarks/bfcl_eval.py must not hide bfcl_eval
 
 import rl_learning_gpu as rl  # noqa: E402
+
+pytestmark = pytest.mark.gpu_harness
 
 
 def _ran(root, name, body="25,grpo,0.2\n"):
@@ -17,18 +22,6 @@ def _ran(root, name, body="25,grpo,0.2\n"):
     folder = root / "runs" / name
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "validation.csv").write_text("step,stage,binary_mean@16\n" + body)
-
-
-def test_queue_runs_one_job_per_gpu_and_kills_at_the_deadline(tmp_path, capsys):
-    say = [sys.executable, "-c", "import os; print('gpu', os.environ['CUDA_VISIBLE_DEVICES'])"]
-    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
-    jobs = [("a", say), ("b", say), ("c", sleep), ("d", say)]
-    rl.run_queue(jobs, ["0", "1"], deadline_s=8, work=tmp_path, prefix="t")
-    out = capsys.readouterr().out
-    assert "t a: exit 0" in out and "t b: exit 0" in out
-    assert "t c: killed (deadline; resumable)" in out
-    assert "gpu 0" in (tmp_path / "t-a.log").read_text() and "gpu 1" in (tmp_path / "t-b.log").read_text()
-    assert "t d: exit 0" in out  # d took the GPU b freed while c was still sleeping
 
 
 def test_selection_uses_validation_only_and_skips_rlsd(tmp_path):

@@ -3,7 +3,7 @@
 Under DDP a GRPO step is synchronous: every rank generates its share, then all of them meet
 in the backward pass's all-reduce. A step therefore costs the *slowest* rank's generation,
 and ``metrics.csv`` (rank 0's view) cannot say whether a rank waited. These lines can:
-``benchmarks/multi_gpu.py`` reads them to split a step into generation, waiting and training.
+``benchmarks/gpu/multi_gpu.py`` reads them to split a step into generation, waiting and training.
 
 It wraps TRL's rollout method (``trl_compat.generation_method``: the call around
 ``model.generate``, which holds no collective under DDP). Wrapping TRL 1.x's ``_generate``
@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,31 +27,49 @@ def timing_file(run_dir: str | Path, rank: int) -> Path:
     return Path(run_dir) / f"generation_times.rank{rank}.jsonl"
 
 
+def time_rollouts(trainer: Any, on_call: Callable[[float, str, Any], None],
+                  sync: Callable[[], None] | None = None) -> str:
+    """Wrap TRL's rollout method on this ``trainer`` so that each call reports
+    ``on_call(seconds, method_name, result)``; ``sync`` (e.g. ``torch.cuda.synchronize``) runs
+    before the clock starts and before it stops. Returns the method's name; raises
+    ``RuntimeError`` when this TRL has none (``trl_compat.generation_method``)."""
+    name, _ = generation_method(trainer)
+
+    def timed(call: Any, *args: Any, **kwargs: Any) -> Any:
+        if sync is not None:
+            sync()
+        start = time.perf_counter()
+        out = call(*args, **kwargs)
+        if sync is not None:
+            sync()
+        on_call(time.perf_counter() - start, name, out)
+        return out
+
+    return hook(trainer, name, timed)
+
+
 def record_generation_times(trainer: Any, path: str | Path, rank: int) -> bool:
     """Append ``{"rank", "step", "seconds", "completions", "longest", "method"}`` per rollout
     call of ``trainer`` to ``path``; returns False (and warns) when TRL's rollout method is
     not found (then nothing is timed and training goes on)."""
     try:
-        name, _ = generation_method(trainer)
+        generation_method(trainer)
     except RuntimeError as err:
         warnings.warn(f"generation times are not recorded: {err}", stacklevel=2)
         return False
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
 
-    def timed_generate(call: Any, *args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        out = call(*args, **kwargs)  # completions come back as token-id lists: GPU work is done
-        seconds = time.perf_counter() - start
+    def write(seconds: float, name: str, out: Any) -> None:
+        # completions come back as token-id lists: the GPU work is done, no sync needed
         completion_ids = completion_ids_of(name, out)
         row = {"rank": rank, "step": trainer.state.global_step, "seconds": round(seconds, 4),
                "completions": len(completion_ids),
                "longest": max((len(ids) for ids in completion_ids), default=0), "method": name}
         with path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(row) + "\n")
-        return out
 
-    hook(trainer, name, timed_generate)
+    time_rollouts(trainer, write)
     return True
 
 

@@ -3,7 +3,7 @@
 A LoRA projection computes ``W x + s B (A x)``: three matmuls where the merged model needs
 one. While decoding (one token per step) the two extra small matmuls per projection, seven
 projections per layer, cost far more than their FLOPs: on the CPU box the LoRA path decoded
-1.15-1.34x slower than the merged one (``benchmarks/merged_generation.py``).
+1.15-1.34x slower than the merged one (``benchmarks/gpu/merged_generation.py``).
 For the rollout only, each adapted projection gets ``W + s B A`` (a fresh tensor: ``W`` is
 kept untouched, so nothing drifts through bf16 merge/unmerge round trips) and the adapters
 are switched off; afterwards ``W`` and the adapters are back. Memory: one extra copy of the

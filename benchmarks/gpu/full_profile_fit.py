@@ -12,9 +12,9 @@ the ``--set`` overrides below: the smoke data, no difficulty filtering, a small 
 memory and the step times from the run's ``metrics.csv`` into
 ``<out>/full_profile_fit_<backend>.json`` (also written when the run fails or is killed).
 
-    python benchmarks/full_profile_fit.py --out $OUT                  # GPU, the config's backend (unsloth)
-    python benchmarks/full_profile_fit.py --out $OUT --backend peft   # GPU, the fallback backend
-    python benchmarks/full_profile_fit.py --out /tmp/f --shapes tiny --cpu --backend peft  # CPU smoke
+    python benchmarks/gpu/full_profile_fit.py --out $OUT                  # GPU, the config's backend (unsloth)
+    python benchmarks/gpu/full_profile_fit.py --out $OUT --backend peft   # GPU, the fallback backend
+    python benchmarks/gpu/full_profile_fit.py --out /tmp/f --shapes tiny --cpu --backend peft  # CPU smoke
 
 The colab profile (issue #24: a 16 GB T4, fp16) is proven the same way, plus the merge:
 ``--config configs/qwen3_1p7b_colab.yaml --shapes qwen3-1.7b --memory-cap-gb 15 --merge
@@ -27,17 +27,15 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.append(str(HERE))
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/: grpo_throughput
 
-import grpo_throughput as gt  # noqa: E402  (sibling benchmark: the random model)
+import grpo_throughput as gt  # noqa: E402  (the random model)
+from lanes import Job, run_lanes  # noqa: E402  (this folder's scheduler)
 
 CONFIG = "configs/qwen3_8b_h100.yaml"
 
@@ -202,14 +200,10 @@ def main(argv: list[str] | None = None) -> int:
     if a.merge:
         cmd += ["--merge", "--merge-dtype", a.merge_dtype]
     log_path = out / f"{a.label}_{a.backend}.log"
-    timed_out = False
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
-        try:
-            rc = proc.wait(timeout=max(1.0, a.time_budget_s - (time.perf_counter() - start)))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            rc, timed_out = proc.wait(), True
+    left = max(1.0, a.time_budget_s - (time.perf_counter() - start))
+    (outcome,) = run_lanes([Job(a.label, cmd, log=log_path)], [None], time.time() + left, say=None, poll_s=0.2)
+    timed_out = outcome.status == "killed"
+    rc = -9 if timed_out else outcome.returncode
     result = json.loads(result_path.read_text())
     steps = step_times(run_dir)
     info_path = run_dir / "run_info.json"

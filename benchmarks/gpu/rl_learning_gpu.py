@@ -18,22 +18,24 @@ survive between commands while the GPU host stays warm):
     report  (on the CPU box) score the generations with BFCL's own scorer, paired bootstrap
             CIs, tables in benchmarks/results/rl_learning_gpu.{md,json,csv} and figures
 
-    python benchmarks/rl_learning_gpu.py prime  --work /tmp/rl
-    python benchmarks/rl_learning_gpu.py train  --work /tmp/rl --gpus 0,1 --train-seconds 380
-    python benchmarks/rl_learning_gpu.py bfcl   --work /tmp/rl --gpus 0,1 --out $OUT
-    python benchmarks/rl_learning_gpu.py report --archive rl_learning.tar.gz
+    python benchmarks/gpu/rl_learning_gpu.py prime  --work /tmp/rl
+    python benchmarks/gpu/rl_learning_gpu.py train  --work /tmp/rl --gpus 0,1 --train-seconds 380
+    python benchmarks/gpu/rl_learning_gpu.py bfcl   --work /tmp/rl --gpus 0,1 --out $OUT
+    python benchmarks/gpu/rl_learning_gpu.py report --archive rl_learning.tar.gz
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tarfile
 import time
 from pathlib import Path
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # the report benchmarks beside gpu/
+
+from lanes import Job, Outcome, run_lanes  # noqa: E402  (this folder's scheduler)
 
 CONFIG = "configs/embedded_gpu.yaml"
 FAMILY = "hermes"
@@ -121,26 +123,16 @@ def phase_prime(work: Path) -> None:
 # ---------------------------------------------------------------- phase: train
 def phase_train(work: Path, gpus: list[str], train_seconds: float, variants: list[str],
                 deadline_s: float) -> None:
-    procs = []
-    for i, name in enumerate(variants):
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpus[i % len(gpus)], OMP_NUM_THREADS="4",
-                   PYTHONUNBUFFERED="1")
-        log = open(work / f"train-{name}.log", "a")  # noqa: SIM115 - closed after wait(); a resumed call appends
-        cmd = [sys.executable, __file__, "worker", "--work", str(work), "--variant", name,
-               "--train-seconds", str(train_seconds), "--device", DEVICE,
-               *[f"--set={item}" for item in EXTRA]]
-        procs.append((name, subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), log))
-    start = time.perf_counter()
-    for name, proc, log in procs:
-        left = max(1.0, deadline_s - (time.perf_counter() - start))
-        try:
-            code = proc.wait(timeout=left)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            code = "killed (deadline)"
-        log.close()
-        tail = (work / f"train-{name}.log").read_text(errors="replace").splitlines()[-3:]
-        print(f"{name}: exit {code}; " + " | ".join(tail), flush=True)
+    """Every variant at once, spread round-robin over ``gpus``; killed at ``deadline_s``."""
+    jobs = [Job(name, [sys.executable, __file__, "worker", "--work", str(work), "--variant", name,
+                       "--train-seconds", str(train_seconds), "--device", DEVICE,
+                       *[f"--set={item}" for item in EXTRA]],
+                log=work / f"train-{name}.log", append_log=True,  # a resumed call appends
+                env={"OMP_NUM_THREADS": "4", "PYTHONUNBUFFERED": "1"}) for name in variants]
+    lanes = [gpus[i % len(gpus)] for i in range(len(jobs))]
+    for outcome in run_lanes(jobs, lanes, time.time() + deadline_s, say=None):
+        tail = outcome.job.log.read_text(errors="replace").splitlines()[-3:]
+        print(f"{outcome.job.name}: {outcome.describe()}; " + " | ".join(tail), flush=True)
 
 
 def worker(work: Path, name: str, train_seconds: float) -> None:
@@ -268,33 +260,12 @@ def phase_bfcl(work: Path, gpus: list[str], out: Path, batch_size: int, deadline
 
 
 def run_queue(jobs: list[tuple[str, list[str]]], gpus: list[str], deadline_s: float, work: Path,
-              prefix: str) -> None:
-    """Run ``jobs`` one per GPU at a time until done or ``deadline_s``; kill what is left."""
-    start = time.perf_counter()
-    pending, running = list(jobs), {}
-    while pending or running:
-        for gpu, (label, proc, log) in list(running.items()):
-            if proc.poll() is not None:
-                log.close()
-                print(f"{prefix} {label}: exit {proc.returncode}", flush=True)
-                del running[gpu]
-        if time.perf_counter() - start > deadline_s:
-            for label, proc, log in running.values():
-                proc.kill()
-                proc.wait()
-                log.close()
-                print(f"{prefix} {label}: killed (deadline; resumable)", flush=True)
-            for label, _ in pending:
-                print(f"{prefix} {label}: not started (deadline)", flush=True)
-            return
-        for gpu in [g for g in gpus if g not in running]:
-            if not pending:
-                break
-            label, cmd = pending.pop(0)
-            env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpu, PYTHONUNBUFFERED="1")
-            log = open(work / f"{prefix}-{label}.log", "a")  # noqa: SIM115 - closed when it ends
-            running[gpu] = (label, subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT), log)
-        time.sleep(1.0)
+              prefix: str) -> list[Outcome]:
+    """Run ``jobs`` one per GPU at a time until done or ``deadline_s``; kill what is left
+    (generation is resumable: the next call continues)."""
+    queue = [Job(f"{prefix} {label}", cmd, log=work / f"{prefix}-{label}.log", append_log=True,
+                 env={"PYTHONUNBUFFERED": "1"}) for label, cmd in jobs]
+    return run_lanes(queue, gpus, time.time() + deadline_s)
 
 
 def pack(work: Path, archive: Path) -> None:
@@ -358,12 +329,10 @@ def main() -> None:
                    also=[v for v in args.also.split(",") if v],
                    only=args.only.split(",") if args.only else None)
     elif args.phase == "single-turn-report":  # issue 18: rl_single_turn.{md,json}
-        sys.path.append(str(Path(__file__).parent))
         from rl_single_turn_report import single_turn_report
 
         single_turn_report(Path(args.archive), Path(args.out), work, commands=args.command, tag=args.tag)
     else:
-        sys.path.append(str(Path(__file__).parent))
         from rl_learning_report import report
 
         report(Path(args.archive), Path(args.out), work, common_subset=args.common_subset, tag=args.tag)

@@ -5,10 +5,10 @@ Two phases, because the GPU host has no BFCL scorer venv:
 
     # GPU host (generate only; models side by side on the one GPU, resumable; packs
     # $OUT/bfcl_multi_turn.tar.gz with the generations and result files):
-    python benchmarks/bfcl_multi_turn.py generate --model base=embedded \\
+    python benchmarks/gpu/bfcl_multi_turn.py generate --model base=embedded \\
         --model primed=/tmp/rl/primed_model --work /tmp/mt --pack $OUT --deadline-s 540
     # here (sanitise + BFCL's official checker, tables):
-    python benchmarks/bfcl_multi_turn.py report --archive bfcl_multi_turn.tar.gz \\
+    python benchmarks/gpu/bfcl_multi_turn.py report --archive bfcl_multi_turn.tar.gz \\
         --work runs/bfcl_multi_turn --out benchmarks/results --command "..."
 
 ``all`` runs both here (a CPU check: ``all --limit 1 --max-new-tokens 16 --out /tmp/x``).
@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tarfile
 import time
 from pathlib import Path
 from typing import Any
+
+from lanes import Job, Outcome, run_lanes
 
 from toolrl_lib.data.bfcl import MULTI_TURN
 from toolrl_lib.paths import project_root
@@ -55,37 +55,28 @@ def phase_generate(models: list[tuple[str, str]], work: Path, args: argparse.Nam
     """Every model's generation at once (one process each), killed at ``--deadline-s``; a
     model whose process finished writes ``<label>/timing.json``. Re-running resumes."""
     work.mkdir(parents=True, exist_ok=True)
-    procs = {}
-    start = time.perf_counter()
+    jobs = []
     for label, model in models:
         if (work / label / "timing.json").is_file():
             print(f"{label}: already generated, skipped", flush=True)
             continue
-        log = open(work / f"{label}.log", "a")  # noqa: SIM115 - closed below
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        procs[label] = (subprocess.Popen(generate_command(label, model, work, args), env=env, stdout=log,
-                                         stderr=subprocess.STDOUT), log, time.perf_counter())  # fmt: skip
-    while procs:
-        for label, (proc, log, began) in list(procs.items()):
-            if proc.poll() is None and time.perf_counter() - start < args.deadline_s:
-                continue
-            killed = proc.poll() is None
-            if killed:
-                proc.kill()
-                proc.wait()
-            seconds = time.perf_counter() - began
-            spent = work / f"{label}.seconds.json"  # every command's share, killed ones included
-            calls = (json.loads(spent.read_text()) if spent.is_file() else []) + [round(seconds, 1)]
-            spent.write_text(json.dumps(calls))
-            print(f"{label}: {'killed at the deadline (resumable: run generate again)' if killed else 'exit ' + str(proc.returncode)}"
-                  f" after {seconds:.0f} s", flush=True)
-            if not killed and proc.returncode == 0:
-                (work / label / "timing.json").write_text(json.dumps(
-                    {"wall_seconds": round(sum(calls), 1), "commands_seconds": calls, "device": device_name(),
-                     "concurrent_models": len(models)}))  # fmt: skip
-            log.close()
-            del procs[label]
-        time.sleep(1.0)
+        jobs.append(Job(label, generate_command(label, model, work, args), log=work / f"{label}.log",
+                        append_log=True, env={"PYTHONUNBUFFERED": "1"}))
+
+    def record(outcome: Outcome) -> None:
+        label = outcome.job.name
+        spent = work / f"{label}.seconds.json"  # every command's share, killed ones included
+        calls = (json.loads(spent.read_text()) if spent.is_file() else []) + [round(outcome.seconds, 1)]
+        spent.write_text(json.dumps(calls))
+        if outcome.status == "killed":
+            print(f"{label}: resumable: run generate again", flush=True)
+        if outcome.ok:
+            (work / label / "timing.json").write_text(json.dumps(
+                {"wall_seconds": round(sum(calls), 1), "commands_seconds": calls, "device": device_name(),
+                 "concurrent_models": len(models)}))  # fmt: skip
+
+    if jobs:  # side by side on the visible GPU(s): one lane per model, none pinned
+        run_lanes(jobs, [None] * len(jobs), time.time() + args.deadline_s, on_end=record)
     if args.pack:
         pack(work, Path(args.pack) / "bfcl_multi_turn.tar.gz")
 
@@ -272,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--model wants LABEL=PATH, got {spec!r}")
         models.append((label, path))
     work = Path(args.work)
-    this = "python benchmarks/bfcl_multi_turn.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    this = "python benchmarks/gpu/bfcl_multi_turn.py " + " ".join(argv if argv is not None else sys.argv[1:])
     if args.phase in ("generate", "all"):
         phase_generate(models, work, args)
     if args.phase == "report" and args.archive:

@@ -12,8 +12,8 @@ Two phases:
             paired bootstrap 95% CIs of GRPO - primed per category and on our own tasks ->
             benchmarks/results/rl_multi_turn.{md,json} (the shape of rl_single_turn.json)
 
-    python benchmarks/rl_multi_turn_gpu.py run --work /tmp/mt --out $OUT
-    python benchmarks/rl_multi_turn_gpu.py report --archive rl_multi_turn.tar.gz --work runs/rl_multi_turn
+    python benchmarks/gpu/rl_multi_turn_gpu.py run --work /tmp/mt --out $OUT
+    python benchmarks/gpu/rl_multi_turn_gpu.py report --archive rl_multi_turn.tar.gz --work runs/rl_multi_turn
 
 ``--tiny DIR`` (with ``--device cpu``) runs the same chain on a tiny random model at toy sizes:
 the CPU test of the plumbing (``tests/test_multi_turn_gpu_script.py``).
@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIG = "configs/multi_turn_embedded_gpu.yaml"
 CATEGORIES = ["multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context"]
 PAIR = ("primed", "grpo")

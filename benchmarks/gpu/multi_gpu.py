@@ -14,7 +14,7 @@ and the 2-GPU/1-GPU throughput ratio. Rows are written after every run to
 ``<out>/multi_gpu.{json,csv,md}``; ``--time-budget-s`` bounds the whole script (a run that
 would pass it is killed and its partial metrics kept).
 
-    PYTHONPATH=/tmp/site:$PWD TOOLRL_CACHE=/tmp/toolrl-cache python3 benchmarks/multi_gpu.py --out $OUT
+    PYTHONPATH=/tmp/site:$PWD TOOLRL_CACHE=/tmp/toolrl-cache python3 benchmarks/gpu/multi_gpu.py --out $OUT
 """
 
 from __future__ import annotations
@@ -23,13 +23,14 @@ import argparse
 import csv
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+
+from lanes import Job, run_lanes
 
 from toolrl_lib.train.gen_timing import decode_summary, read_generation_times, straggler_table
 
@@ -160,20 +161,15 @@ def run_one(spec: dict, args: argparse.Namespace, work: Path, budget_s: float) -
         cmd += ["--set", item]
     if spec["gpus"] > 1:
         cmd += ["--num-gpus", str(spec["gpus"]), "--accelerate-config", spec["accel"]]
-    env = {**os.environ, **NCCL_ENV, "PYTHONUNBUFFERED": "1"}
     log_path = work / f"{spec['name']}.log"
     row = {"run": spec["name"], "gpus": spec["gpus"], "accelerate_config": spec["accel"],
            "command": " ".join(cmd), "note": spec.get("note", "")}
     start = time.perf_counter()
-    with GpuMemory() as memory, log_path.open("w", encoding="utf-8") as log:
-        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-        try:
-            row["exit_code"] = proc.wait(timeout=max(budget_s, 1))
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)  # the launcher and its ranks: one process group we started
-            proc.wait()
-            row["exit_code"] = "killed: time budget"
+    job = Job(spec["name"], cmd, log=log_path, env={**NCCL_ENV, "PYTHONUNBUFFERED": "1"})
+    with GpuMemory() as memory:  # the launcher and its ranks: one process group, killed together
+        (outcome,) = run_lanes([job], [None], time.time() + max(budget_s, 1), say=None, own_group=True,
+                                poll_s=0.2)
+    row["exit_code"] = outcome.returncode if outcome.status == "exit" else "killed: time budget"
     row["wall_s"] = round(time.perf_counter() - start, 1)
     row["peak_gpu_mib"] = memory.peak
     row.update(read_run(run_dir, args.warmup_steps))
