@@ -126,3 +126,52 @@ def test_cpu_attention_without_kv_copy_gives_the_same_logits(tiny):
     assert model.config._attn_implementation == "sdpa"
     assert torch.allclose(reference[:, 4:], fast[:, 4:], atol=1e-5)
     assert torch.allclose(reference[1], fast[1], atol=1e-5)
+
+
+def test_shared_prefix_decoding_matches_the_padded_batch():
+    """The CPU decoder (each prompt prefilled alone, its keys/values shared by its k samples,
+    finished rows and prompts leaving the batch) samples what the padded batch samples."""
+    import torch
+
+    from toolrl_lib.generation import Sampler, decode_padded, decode_shared, shared_prefix_applies
+
+    model, tok = make_tiny_model(seed=1)  # grouped-query attention: 4 query, 2 key/value heads
+    model.eval()
+    assert shared_prefix_applies(model)
+    prompts = [tok(p, add_special_tokens=False)["input_ids"] for p in [*PROMPTS, "x" * 30]]
+    stop = generate(model, tok, ["hello"], max_new_tokens=1)[0][0]
+    stops = [tok.convert_tokens_to_ids(stop)] if stop in tok.get_vocab() else [tok.eos_token_id]
+    for k, sampler in ((1, Sampler(False, 1.0, 0, 1.0)), (3, Sampler(True, 1.0, 5, 0.9))):
+        runs = []
+        for decode in (decode_padded, decode_shared):
+            torch.manual_seed(3)
+            with torch.inference_mode():
+                runs.append(decode(model, prompts, k, 12, sampler, stops, tok.pad_token_id))
+        assert runs[0] == runs[1]
+        assert len(runs[1]) == len(prompts) * k and all(1 <= len(r) <= 12 for r in runs[1])
+
+
+def test_shared_prefix_attention_equals_softmax_over_prompt_and_new_tokens():
+    import torch
+
+    from toolrl_lib.prefix_cache import SharedPrefixState, decode_attention
+
+    torch.manual_seed(0)
+    lengths, k, heads, kv, dim, steps = [5, 3], 2, 4, 2, 8, 3
+    state = SharedPrefixState(lengths, k, room=4, device="cpu")
+    width = state.width
+    layer = type("L", (), {})()
+    layer.prefix_k, layer.prefix_v = torch.randn(2, kv, width, dim), torch.randn(2, kv, width, dim)
+    layer.keys, layer.values = torch.randn(4, kv, steps, dim), torch.randn(4, kv, steps, dim)
+    query = torch.randn(4, heads, 1, dim)
+    state.keep_rows(torch.tensor([0, 1, 3]))  # row 2 (prompt 1, sample 0) finished
+    layer.keys, layer.values, query = layer.keys[[0, 1, 3]], layer.values[[0, 1, 3]], query[[0, 1, 3]]
+    got = decode_attention(query, layer, state, dim ** -0.5)
+    for row, prompt in enumerate([0, 0, 1]):
+        start = width - lengths[prompt]
+        keys = torch.cat([layer.prefix_k[prompt, :, start:], layer.keys[row]], dim=-2)
+        values = torch.cat([layer.prefix_v[prompt, :, start:], layer.values[row]], dim=-2)
+        keys, values = keys.repeat_interleave(heads // kv, 0), values.repeat_interleave(heads // kv, 0)
+        weights = torch.softmax(torch.einsum("hd,hld->hl", query[row, :, 0], keys) * dim ** -0.5, -1)
+        expected = torch.einsum("hl,hld->hd", weights, values)
+        assert torch.allclose(got[row, 0], expected, atol=1e-5)

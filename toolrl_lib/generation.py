@@ -9,9 +9,11 @@ It is a plain decoding loop over the model's forward pass (HF ``generate``'s sam
 temperature, then top-k, then top-p), written out because ``generate`` wastes most of a CPU's
 time on work this loop avoids (measured in ``benchmarks/results/workbook_profile.md``):
 
-* each prompt is prefilled once and its keys/values written k times into the cache, once,
-  at their final size (``generate`` prefills every copy);
-* prompts are grouped by length, so a group pads only to its own longest prompt;
+* each prompt is prefilled once for its k samples (``generate`` prefills every copy); on a
+  CPU alone, without padding, and its keys/values are stored once and read once per token for
+  all k samples (``toolrl_lib.prefix_cache``); elsewhere they are written k times into a cache
+  allocated at its final size, prompts grouped by length so a group pads only to its longest;
+* top-k sampling draws among the k kept tokens, not the whole vocabulary (same distribution);
 * the key/value cache grows in place with spare room (``DynamicCache`` copies the whole
   cache at every token);
 * rows that finished are dropped from the batch (``generate`` keeps decoding them until the
@@ -152,8 +154,15 @@ class Sampler:
             return logits.argmax(-1)
         logits = logits / self.temperature
         if 0 < self.top_k < logits.shape[-1]:
-            kth = torch.topk(logits, self.top_k, dim=-1).values[..., -1:]
-            logits = logits.masked_fill(logits < kth, float("-inf"))
+            # The same distribution as masking all but the top k, drawn over k entries instead
+            # of the whole vocabulary (the full-vocabulary draw was a tenth of a CPU decode step).
+            values, index = torch.topk(logits, self.top_k, dim=-1)  # descending
+            if self.top_p < 1.0:
+                drop = values.flip(-1).softmax(-1).cumsum(-1).flip(-1) <= 1 - self.top_p
+                drop[..., :1] = False  # always keep the most likely token
+                values = values.masked_fill(drop, float("-inf"))
+            pick = torch.multinomial(values.softmax(-1), num_samples=1)
+            return index.gather(-1, pick).squeeze(-1)
         if self.top_p < 1.0:
             ascending, index = torch.sort(logits, descending=False)
             drop = ascending.softmax(-1).cumsum(-1) <= 1 - self.top_p
@@ -166,10 +175,19 @@ def decode_group(
     model: Any, prompt_ids: list[list[int]], k: int, max_new_tokens: int, sampler: Sampler,
     stops: list[int], pad_id: int,
 ) -> list[list[int]]:
-    """New token ids for each prompt's k samples (prompt-major), stop token included.
+    """New token ids for each prompt's k samples (prompt-major), stop token included: the
+    distinct prompts prefilled once, then one forward per token over the rows still running."""
+    if shared_prefix_applies(model):
+        return decode_shared(model, prompt_ids, k, max_new_tokens, sampler, stops, pad_id)
+    return decode_padded(model, prompt_ids, k, max_new_tokens, sampler, stops, pad_id)
 
-    One left-padded prefill of the distinct prompts, written k times into the cache, then one
-    forward per token over the rows still running."""
+
+def decode_padded(
+    model: Any, prompt_ids: list[list[int]], k: int, max_new_tokens: int, sampler: Sampler,
+    stops: list[int], pad_id: int,
+) -> list[list[int]]:
+    """``decode_group`` as one left-padded batch: the prefill written k times into a
+    ``GrowingCache`` (CUDA, and attention implementations other than sdpa)."""
     import torch
 
     from toolrl_lib.models import inference_attention
@@ -211,6 +229,63 @@ def decode_group(
             logits = model(input_ids=chosen.masked_fill(~running, pad_id).unsqueeze(-1),
                            attention_mask=mask, position_ids=mask.sum(-1, keepdim=True) - 1,
                            past_key_values=cache, use_cache=True).logits[:, -1, :].float()
+    return tokens
+
+
+def shared_prefix_applies(model: Any) -> bool:
+    """The shared-prefix decoder runs where it pays and is tested: a CPU model with sdpa
+    attention (on CUDA batched prefill and fused attention kernels win)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    config = getattr(base, "config", None)
+    return (getattr(config, "_attn_implementation", None) in ("sdpa", "sdpa_gqa")
+            and next(base.parameters()).device.type == "cpu" and hasattr(base, "set_attn_implementation"))
+
+
+def decode_shared(
+    model: Any, prompt_ids: list[list[int]], k: int, max_new_tokens: int, sampler: Sampler,
+    stops: list[int], pad_id: int,
+) -> list[list[int]]:
+    """``decode_group`` with each prompt prefilled alone (no padding) and its keys/values kept
+    once for its k samples (``toolrl_lib.prefix_cache``)."""
+    import torch
+
+    from toolrl_lib import prefix_cache
+
+    device = next(model.parameters()).device
+    state = prefix_cache.SharedPrefixState([len(ids) for ids in prompt_ids], k, max(1, max_new_tokens), device)
+    cache = prefix_cache.SharedPrefixCache(state)
+    with prefix_cache.attention(model):
+        last = []
+        for index, ids in enumerate(prompt_ids):
+            state.cursor = (index, state.width - len(ids))
+            out = model(input_ids=torch.tensor([ids], device=device),
+                        position_ids=torch.arange(len(ids), device=device)[None], past_key_values=cache,
+                        use_cache=True, logits_to_keep=1)
+            last.append(out.logits[:, -1, :].float())
+        state.cursor = None
+        logits = torch.cat(last).repeat_interleave(k, dim=0)
+        positions = state.lengths.repeat_interleave(k)  # the first new token's position, per row
+        rows = logits.shape[0]
+        tokens: list[list[int]] = [[] for _ in range(rows)]
+        live = list(range(rows))  # batch position -> output row
+        running = torch.ones(rows, dtype=torch.bool, device=device)
+        stop_ids = torch.tensor(stops, device=device)
+        for step in range(max_new_tokens):
+            chosen = sampler(logits)
+            for position, (token, alive) in enumerate(zip(chosen.tolist(), running.tolist(), strict=True)):
+                if alive:
+                    tokens[live[position]].append(token)
+            running &= ~torch.isin(chosen, stop_ids)
+            if step == max_new_tokens - 1 or not running.any():
+                break
+            if (~running).sum() * 4 >= len(live):  # a quarter finished: drop them from the batch
+                keep = running.nonzero().squeeze(-1)
+                prefix_cache.keep_rows(cache, keep)
+                live = [live[i] for i in keep.tolist()]
+                chosen, running, positions = chosen[keep], running[keep], positions[keep]
+            logits = model(input_ids=chosen.masked_fill(~running, pad_id).unsqueeze(-1),
+                           position_ids=(positions + step).unsqueeze(-1), past_key_values=cache,
+                           use_cache=True, past_key_values_shared=cache).logits[:, -1, :].float()
     return tokens
 
 

@@ -84,6 +84,7 @@ class GRPOSection:
     mask_truncated_completions: bool = False
     merged_generation: bool = field(default=False, metadata={"help": "Roll out with W + sBA in a copy of the adapted weights, adapters off (LoRA only): one matmul per projection while decoding instead of three; +1 weight copy of memory. Under unsloth the run first checks that its patched layers honour the adapter switch."})
     rollouts: Literal["trl", "library"] = field(default="trl", metadata={"help": "Who samples the completions: \"trl\" (transformers' generate inside TRL) or \"library\" (toolrl_lib.generation through TRL's rollout_func: one prefill per prompt for its whole group, an in-place cache; faster on CPU; peft backend, plain GRPO losses only)"})
+    shared_prompt: bool = field(default=False, metadata={"help": "Loss forward with each distinct prompt of a micro-batch run once for all its completions (toolrl_lib/train/shared_prompt.py): same log-probs, far less compute when per_device_train_batch_size holds several completions of a prompt; peft backend, not rlsd"})
     learning_rate: float = 1e-5
     lr_scheduler_type: str = "constant_with_warmup"
     warmup_steps: int = 0
@@ -259,6 +260,9 @@ def _lora_rules(c: RunConfig, rule: Rule) -> None:
          "grpo.rollouts", g.rollouts, "'library' samples through TRL's rollout_func: it needs the "
          "peft backend (not unsloth), a loss other than rlsd, merged_generation off and "
          "logging.generation_times off (those wrap TRL's own sampler)")
+    rule(not g.shared_prompt or (c.backend != "unsloth" and g.loss_type != "rlsd"),
+         "grpo.shared_prompt", g.shared_prompt, "runs the model's own forward on shared keys/values: "
+         "needs the peft backend (not unsloth) and a loss other than rlsd")
     rule(1 <= lora.r <= LORA_MAX_RANK, "lora.r", lora.r, f"LoRA rank must be in [1, {LORA_MAX_RANK}]")
     rule(lora.alpha > 0, "lora.alpha", lora.alpha, "must be > 0")
     rule(0.0 <= lora.dropout < 1.0, "lora.dropout", lora.dropout, "must be in [0, 1)")

@@ -285,6 +285,10 @@ def _train(
             merged_check = require_merged_path(trainer.accelerator.unwrap_model(trainer.model), tokenizer)
             say(f"merged rollouts under unsloth checked: {merged_check}")
         generate_with_merged_lora(trainer)
+    if config.grpo.shared_prompt:
+        from toolrl_lib.train.shared_prompt import install as install_shared_prompt
+
+        install_shared_prompt(trainer)
     if dist.world_size > 1:
         from toolrl_lib.train.distributed import restore_optimizer_on_cpu
 

@@ -1,0 +1,93 @@
+"""GRPO's loss forward with each prompt computed once for all of its completions (CPU).
+
+A GRPO micro-batch holds several completions of the same prompt. TRL scores each row as
+prompt + completion, so a prompt of ~450 tokens (tool schemas) is run forward and backward
+once per completion: with 4 completions of ~60 tokens, four fifths of the training compute is
+the same prompt again. ``shared_prompt_logps`` runs each distinct prompt once (all but its last
+token, keys/values kept), then all of that prompt's completions together on top of those
+keys/values (the prompt's last token leads each row, so its prediction of the first completion
+token is scored as before). Gradients flow back into the prompt's one forward through the
+shared keys/values. Same log-probs and entropies as TRL's loop (float rounding only; tested
+against it in ``tests/test_shared_prompt.py``), through the model's own fused LM head.
+
+Installed by ``install`` with ``trl_compat.hook`` on ``_get_per_token_logps_and_entropies``
+when the policy is on a CPU (``grpo.shared_prompt``, on in the smoke profile); anything it does
+not handle (multimodal inputs, MoE aux loss, rows without a shared prompt) goes to TRL's own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolrl_lib.train import trl_compat
+
+_TRL_ONLY = ("pixel_values", "image_grid_thw", "num_images", "pixel_attention_mask", "spatial_shapes",
+             "num_tiles", "image_sizes", "token_type_ids", "mm_token_type_ids", "image_position_ids")
+
+
+def prompt_groups(input_ids: Any, attention_mask: Any, completion_length: int) -> list[tuple[list[int], list[int]]]:
+    """(prompt token ids without padding, the rows that share it), in first-seen order."""
+    prompt_part = input_ids[:, :-completion_length].tolist()
+    prompt_mask = attention_mask[:, :-completion_length].tolist()
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for row, (ids, mask) in enumerate(zip(prompt_part, prompt_mask, strict=True)):
+        groups.setdefault(tuple(t for t, m in zip(ids, mask, strict=True) if m), []).append(row)
+    return [(list(prompt), rows) for prompt, rows in groups.items()]
+
+
+def shared_prompt_logps(
+    model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int, compute_entropy: bool,
+) -> tuple[Any, Any]:
+    """Per-token log-probs (and entropies) of the last ``logits_to_keep`` tokens of each row,
+    with every distinct prompt run once (see the module docstring)."""
+    import torch
+    from transformers import DynamicCache
+
+    rows = input_ids.shape[0]
+    logps: list[Any] = [None] * rows
+    entropies: list[Any] = [None] * rows
+    completion = input_ids[:, -logits_to_keep:]
+    completion_mask = attention_mask[:, -logits_to_keep:]
+    for prompt, members in prompt_groups(input_ids, attention_mask, logits_to_keep):
+        if len(prompt) < 2:
+            raise ValueError("shared_prompt_logps needs prompts of at least 2 tokens")
+        device, n = input_ids.device, len(members)
+        head = torch.tensor([prompt[:-1]], device=device)
+        cache = DynamicCache()
+        model(input_ids=head, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        cache.batch_repeat_interleave(n)  # a view per row in autograd: gradients sum back
+        index = torch.tensor(members, device=device)
+        tail = torch.cat([torch.full((n, 1), prompt[-1], device=device, dtype=input_ids.dtype),
+                          completion[index]], dim=1)
+        tail_mask = torch.cat([torch.ones((n, 1), device=device, dtype=attention_mask.dtype),
+                               completion_mask[index]], dim=1)
+        mask = torch.cat([torch.ones((n, len(prompt) - 1), device=device, dtype=attention_mask.dtype),
+                          tail_mask], dim=1)
+        labels = tail.masked_fill(tail_mask == 0, -100)
+        positions = torch.arange(len(prompt) - 1, len(prompt) + logits_to_keep, device=device)
+        out = model(input_ids=tail, attention_mask=mask, position_ids=positions.expand(n, -1),
+                    past_key_values=cache, use_cache=True, labels=labels, fused_lm_head=True)
+        for j, row in enumerate(members):
+            logps[row] = out.log_probs[j, -logits_to_keep:]
+            if compute_entropy:
+                entropies[row] = out.entropy[j, -logits_to_keep:]
+    return torch.stack(logps), (torch.stack(entropies) if compute_entropy else None)
+
+
+def install(trainer: Any) -> str:
+    """Hook ``shared_prompt_logps`` into ``trainer`` (TRL's loop stays for what it skips)."""
+
+    def per_token(call: Any, model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int,
+                  batch_size: int | None = None, compute_entropy: bool = False,
+                  compute_aux_loss: bool = False, **kwargs: Any) -> Any:
+        extra = any(kwargs.get(name) is not None for name in _TRL_ONLY)
+        shared = len(prompt_groups(input_ids, attention_mask, logits_to_keep)) < input_ids.shape[0]
+        if extra or compute_aux_loss or not shared:
+            return call(model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
+                        compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **kwargs)
+        with trainer.accelerator.autocast():
+            logps, entropies = shared_prompt_logps(model, input_ids, attention_mask, logits_to_keep,
+                                                   compute_entropy)
+        return logps, entropies, None
+
+    return trl_compat.hook(trainer, "_get_per_token_logps_and_entropies", per_token)
