@@ -70,11 +70,12 @@ class _Timer:
 
 def run_mode(mode: str, a: argparse.Namespace, out_dir: Path) -> dict[str, Any]:
     import torch
-    from peft import LoraConfig
     from transformers import set_seed
     from trl import GRPOConfig, GRPOTrainer
 
     from toolrl_lib.models import make_tiny_model
+    from toolrl_lib.train.backend import peft_lora_config
+    from toolrl_lib.train.config import LoraSection
     from toolrl_lib.train.cpu_logprob import install_cpu_logprob_fallback
     from toolrl_lib.train.rlsd import RLSDConfig, RLSDGRPOTrainer
 
@@ -93,8 +94,7 @@ def run_mode(mode: str, a: argparse.Namespace, out_dir: Path) -> dict[str, Any]:
         max_steps=a.warmup + a.steps, logging_steps=1, report_to=[], save_strategy="no",
         learning_rate=1e-5, gradient_checkpointing=False, disable_tqdm=True, loss_type="dapo",
     )
-    lora = LoraConfig(r=16, lora_alpha=32, task_type="CAUSAL_LM",
-                      target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
+    lora = peft_lora_config(LoraSection())  # the library's: r16/alpha32 on all 7 projections
     timer = _Timer(cuda)
     common = dict(model=model, reward_funcs=_reward, args=args, processing_class=tok, peft_config=lora,
                   train_dataset=_dataset(tok, prompts_per_step * (a.warmup + a.steps), a.prompt_words),
