@@ -19,7 +19,14 @@ memory and the step times from the run's ``metrics.csv`` into
 The colab profile (issue #24: a 16 GB T4, fp16) is proven the same way, plus the merge:
 ``--config configs/qwen3_1p7b_colab.yaml --shapes qwen3-1.7b --memory-cap-gb 15 --merge
 --label colab_profile_fit``. ``--merge`` runs ``toolrl merge`` on the run's last adapter in the
-same capped process (fp16 output) and records its own peak memory (``merge_peak_*``).
+same capped process (fp16 output) and records its own peak memory (``merge_peak_*``) and the
+merge's backend, notes and checks (``merge``: its ``toolrl_merge.json``; null if it failed).
+Random weights give every completion the same reward, so the adapter stays a no-op; its
+lora_B gets N(0, 1e-3) first (``perturb_noop_adapter``). That is large enough for fp16: at
+Qwen3-1.7B shapes (r16, alpha 32) |delta| is ~8e-5 against an fp16 step of ~1.5e-5 at |W| ~
+0.02, so ~95% of the probed weights move (the H200 run: 190608/200704). The first H200 run's
+merge failed because Unsloth's merged 16-bit save writes the base's own dtype (bf16 here, as
+for the real Qwen3-1.7B), not fp16; the merge now uses PEFT whenever the two differ.
 """
 
 from __future__ import annotations
@@ -131,11 +138,25 @@ def merge_step(a: argparse.Namespace, result: dict[str, Any], cuda: bool) -> int
         rc = toolrl(argv)
     finally:
         result["merge_rc"], result["merge_s"] = rc, round(time.perf_counter() - t0, 1)
+        result["merge"] = merge_summary(Path(a.run_dir) / "merged")
         if cuda:
             result["merge_peak_alloc_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
             result["merge_peak_reserved_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 2)
         Path(a.result).write_text(json.dumps(result, indent=2))
     return rc
+
+
+def merge_summary(folder: Path) -> dict[str, Any] | None:
+    """Backend, notes, checks and weight probes of a verified merge (its ``toolrl_merge.json``)."""
+    from toolrl_lib.merge import MERGE_INFO
+
+    path = folder / MERGE_INFO
+    if not path.is_file():
+        return None
+    info = json.loads(path.read_text())
+    return {"backend": info.get("backend"), "dtype": info.get("dtype"), "notes": info.get("notes"),
+            "checks": {c["check"]: c["passed"] for c in info.get("checks", [])},
+            "saved_probes": info.get("delta", {}).get("saved_probes")}
 
 
 def step_times(run_dir: Path) -> list[float]:
