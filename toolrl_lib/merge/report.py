@@ -31,7 +31,8 @@ class MergeOptions:
             itself is always done in fp32.
         device: where to run the merge and the checks (``auto`` = cuda when present).
         backend: ``auto`` (the run's backend), ``peft`` or ``unsloth`` (merged 16-bit save,
-            used only when importable; otherwise PEFT with a note).
+            used only when importable and the base is stored in ``dtype``, since it writes the
+            base's own dtype; otherwise PEFT with a note).
         n_generations: how many validation prompts to compare greedy generations on.
         max_new_tokens: length of each compared greedy generation.
         max_generation_mismatch: largest fraction of differing generations that still
