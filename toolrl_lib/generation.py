@@ -207,28 +207,49 @@ def decode_padded(
                        use_cache=True, logits_to_keep=1).logits[:, -1, :].float()
         if k > 1:  # the cache already holds each prompt's rows k times
             logits, mask = logits.repeat_interleave(k, dim=0), mask.repeat_interleave(k, dim=0)
-        rows = mask.shape[0]
-        tokens: list[list[int]] = [[] for _ in range(rows)]
-        live = list(range(rows))  # batch position -> output row
-        running = torch.ones(rows, dtype=torch.bool, device=device)
-        stop_ids = torch.tensor(stops, device=device)
-        for step in range(max_new_tokens):
-            chosen = sampler(logits)
-            for position, (token, alive) in enumerate(zip(chosen.tolist(), running.tolist(), strict=True)):
-                if alive:
-                    tokens[live[position]].append(token)
-            running &= ~torch.isin(chosen, stop_ids)
-            if step == max_new_tokens - 1 or not running.any():
-                break
-            if (~running).sum() * 4 >= len(live):  # a quarter finished: drop them from the batch
-                keep = running.nonzero().squeeze(-1)
-                cache.batch_select_indices(keep)
-                live = [live[i] for i in keep.tolist()]
-                chosen, mask, running = chosen[keep], mask[keep], running[keep]
+
+        def drop(keep: Any) -> None:
+            nonlocal mask
+            cache.batch_select_indices(keep)
+            mask = mask[keep]
+
+        def forward(ids: Any, step: int) -> Any:
+            nonlocal mask
             mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=-1)
-            logits = model(input_ids=chosen.masked_fill(~running, pad_id).unsqueeze(-1),
-                           attention_mask=mask, position_ids=mask.sum(-1, keepdim=True) - 1,
-                           past_key_values=cache, use_cache=True).logits[:, -1, :].float()
+            return model(input_ids=ids, attention_mask=mask, position_ids=mask.sum(-1, keepdim=True) - 1,
+                         past_key_values=cache, use_cache=True).logits[:, -1, :].float()
+
+        return sample_tokens(logits, max_new_tokens, sampler, stops, pad_id, drop, forward)
+
+
+def sample_tokens(
+    logits: Any, max_new_tokens: int, sampler: Sampler, stops: list[int], pad_id: int,
+    drop: Any, forward: Any,
+) -> list[list[int]]:
+    """The token loop both decoders share: sample, record, stop at ``stops``, drop finished rows
+    once a quarter of the batch is done (``drop(keep)`` shrinks the caller's cache and state),
+    then ``forward(next_ids, step)`` -> the next logits of the rows still in the batch."""
+    import torch
+
+    rows = logits.shape[0]
+    tokens: list[list[int]] = [[] for _ in range(rows)]
+    live = list(range(rows))  # batch position -> output row
+    running = torch.ones(rows, dtype=torch.bool, device=logits.device)
+    stop_ids = torch.tensor(stops, device=logits.device)
+    for step in range(max_new_tokens):
+        chosen = sampler(logits)
+        for position, (token, alive) in enumerate(zip(chosen.tolist(), running.tolist(), strict=True)):
+            if alive:
+                tokens[live[position]].append(token)
+        running &= ~torch.isin(chosen, stop_ids)
+        if step == max_new_tokens - 1 or not running.any():
+            break
+        if (~running).sum() * 4 >= len(live):  # a quarter finished: drop them from the batch
+            keep = running.nonzero().squeeze(-1)
+            drop(keep)
+            live = [live[i] for i in keep.tolist()]
+            chosen, running = chosen[keep], running[keep]
+        logits = forward(chosen.masked_fill(~running, pad_id).unsqueeze(-1), step)
     return tokens
 
 
@@ -265,28 +286,17 @@ def decode_shared(
         state.cursor = None
         logits = torch.cat(last).repeat_interleave(k, dim=0)
         positions = state.lengths.repeat_interleave(k)  # the first new token's position, per row
-        rows = logits.shape[0]
-        tokens: list[list[int]] = [[] for _ in range(rows)]
-        live = list(range(rows))  # batch position -> output row
-        running = torch.ones(rows, dtype=torch.bool, device=device)
-        stop_ids = torch.tensor(stops, device=device)
-        for step in range(max_new_tokens):
-            chosen = sampler(logits)
-            for position, (token, alive) in enumerate(zip(chosen.tolist(), running.tolist(), strict=True)):
-                if alive:
-                    tokens[live[position]].append(token)
-            running &= ~torch.isin(chosen, stop_ids)
-            if step == max_new_tokens - 1 or not running.any():
-                break
-            if (~running).sum() * 4 >= len(live):  # a quarter finished: drop them from the batch
-                keep = running.nonzero().squeeze(-1)
-                prefix_cache.keep_rows(cache, keep)
-                live = [live[i] for i in keep.tolist()]
-                chosen, running, positions = chosen[keep], running[keep], positions[keep]
-            logits = model(input_ids=chosen.masked_fill(~running, pad_id).unsqueeze(-1),
-                           position_ids=(positions + step).unsqueeze(-1), past_key_values=cache,
-                           use_cache=True, past_key_values_shared=cache).logits[:, -1, :].float()
-    return tokens
+
+        def drop(keep: Any) -> None:
+            nonlocal positions
+            prefix_cache.keep_rows(cache, keep)
+            positions = positions[keep]
+
+        def forward(ids: Any, step: int) -> Any:
+            return model(input_ids=ids, position_ids=(positions + step).unsqueeze(-1), past_key_values=cache,
+                         use_cache=True, past_key_values_shared=cache).logits[:, -1, :].float()
+
+        return sample_tokens(logits, max_new_tokens, sampler, stops, pad_id, drop, forward)
 
 
 def _growing_layer_class() -> type:

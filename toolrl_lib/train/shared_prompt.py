@@ -37,9 +37,11 @@ def prompt_groups(input_ids: Any, attention_mask: Any, completion_length: int) -
 
 def shared_prompt_logps(
     model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int, compute_entropy: bool,
+    groups: list[tuple[list[int], list[int]]] | None = None,
 ) -> tuple[Any, Any]:
     """Per-token log-probs (and entropies) of the last ``logits_to_keep`` tokens of each row,
-    with every distinct prompt run once (see the module docstring)."""
+    with every distinct prompt run once (see the module docstring); ``groups`` as
+    ``prompt_groups`` returns them, when the caller has them already."""
     import torch
     from transformers import DynamicCache
 
@@ -48,7 +50,9 @@ def shared_prompt_logps(
     entropies: list[Any] = [None] * rows
     completion = input_ids[:, -logits_to_keep:]
     completion_mask = attention_mask[:, -logits_to_keep:]
-    for prompt, members in prompt_groups(input_ids, attention_mask, logits_to_keep):
+    if groups is None:
+        groups = prompt_groups(input_ids, attention_mask, logits_to_keep)
+    for prompt, members in groups:
         if len(prompt) < 2:
             raise ValueError("shared_prompt_logps needs prompts of at least 2 tokens")
         device, n = input_ids.device, len(members)
@@ -81,13 +85,13 @@ def install(trainer: Any) -> str:
                   batch_size: int | None = None, compute_entropy: bool = False,
                   compute_aux_loss: bool = False, **kwargs: Any) -> Any:
         extra = any(kwargs.get(name) is not None for name in _TRL_ONLY)
-        shared = len(prompt_groups(input_ids, attention_mask, logits_to_keep)) < input_ids.shape[0]
-        if extra or compute_aux_loss or not shared:
+        groups = None if extra else prompt_groups(input_ids, attention_mask, logits_to_keep)
+        if extra or compute_aux_loss or len(groups) == input_ids.shape[0]:  # nothing shared
             return call(model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
                         compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **kwargs)
         with trainer.accelerator.autocast():
             logps, entropies = shared_prompt_logps(model, input_ids, attention_mask, logits_to_keep,
-                                                   compute_entropy)
+                                                   compute_entropy, groups)
         return logps, entropies, None
 
     return trl_compat.hook(trainer, "_get_per_token_logps_and_entropies", per_token)
