@@ -106,6 +106,7 @@ class PrimingSection:
     batch_size: int = 8
     gradient_accumulation_steps: int = 1
     max_length: int = field(default=2048, metadata={"help": "prompt + completion tokens"})
+    prompt_gradient: bool = field(default=True, metadata={"help": "false: each row's prompt runs forward only, no backward through it (toolrl_lib/train/prompt_detached.py): the same loss, a truncated gradient, ~2.5x less compute for ~460-token tool prompts"})
     lora_r: int = 16
     lora_alpha: int = 32
 

@@ -289,6 +289,9 @@ def _train(
         from toolrl_lib.train.shared_prompt import install as install_shared_prompt
 
         install_shared_prompt(trainer)
+    from toolrl_lib.train.zero_advantage import install as skip_zero_advantage_batches
+
+    skip_zero_advantage_batches(trainer)
     if dist.world_size > 1:
         from toolrl_lib.train.distributed import restore_optimizer_on_cpu
 
