@@ -106,7 +106,7 @@ class PrimingSection:
     batch_size: int = 8
     gradient_accumulation_steps: int = 1
     max_length: int = field(default=2048, metadata={"help": "prompt + completion tokens"})
-    prompt_gradient: bool = field(default=True, metadata={"help": "false: each row's prompt runs forward only, no backward through it (toolrl_lib/train/prompt_detached.py): the same loss, a truncated gradient, ~2.5x less compute for ~460-token tool prompts"})
+    prompt_gradient: bool = field(default=True, metadata={"help": "false: each row's prompt runs forward only, no backward through it (toolrl_lib/train/prompt_detached.py): the same loss, a truncated gradient. Measured on the smoke priming: 1.7x less CPU time but a worse primed model (binary mean@4 -0.09, 95% CI excludes 0; benchmarks/results/priming_detached.md), so true everywhere"})
     lora_r: int = 16
     lora_alpha: int = 32
 
