@@ -99,3 +99,42 @@ def test_grpo_trains_with_library_rollouts(tmp_path):
     assert (metrics["completions/max_length"] <= 8).all()
     adapter = load_file(run / "last" / "adapter_model.safetensors")
     assert any(float(t.abs().max()) > 0 for k, t in adapter.items() if "lora_B" in k)
+
+
+@pytest.mark.slow
+def test_library_rollouts_with_merged_lora_sample_what_the_lora_path_samples(tmp_path):
+    """grpo.merged_generation with library rollouts: the rollout runs through W + sBA (adapters
+    off), and in fp32 samples the same tokens as the LoRA path after a step has moved the adapter."""
+    import pandas as pd
+
+    from tests.test_train_run import length_reward, tiny_overrides, toy_examples
+    from toolrl_lib.data.example import write_jsonl
+    from toolrl_lib.models import make_tiny_model
+    from toolrl_lib.train import merged_generation
+    from toolrl_lib.train.config import load_run_config
+    from toolrl_lib.train.run import train
+
+    make_tiny_model(tmp_path / "model")
+    write_jsonl(toy_examples(16), tmp_path / "train.jsonl")
+    write_jsonl(toy_examples(4, offset=100), tmp_path / "val.jsonl")
+    merged_calls = []
+    real = merged_generation.lora_merged
+
+    def counting(model):
+        merged_calls.append(1)
+        return real(model)
+
+    completions = {}
+    for merged in ("false", "true"):
+        if merged == "true":
+            merged_generation.lora_merged = counting
+        try:
+            config = load_run_config(None, tiny_overrides(tmp_path, **{
+                "grpo.rollouts": "library", "validation.enabled": "false", "grpo.merged_generation": merged}))
+            run = train(config, tmp_path / f"run-{merged}", reward_funcs=[length_reward])
+        finally:
+            merged_generation.lora_merged = real
+        completions[merged] = pd.read_csv(run / "metrics.csv")
+    assert len(merged_calls) == 2  # one merged rollout per step
+    for column in ("completions/mean_length", "completions/max_length", "reward", "reward_std"):
+        assert completions["false"][column].tolist() == completions["true"][column].tolist(), column

@@ -68,9 +68,12 @@ def new_episodes(tasks: list[Task], adapter: Any, tokenizer: Any, settings: Epis
 
 
 def make_rollout_func(family: str, settings: EpisodeSettings, sampling: SamplingSettings,
-                      on_rollouts: Callable[[list[Episode]], None] | None = None) -> Callable[..., dict]:
-    """TRL's ``rollout_func`` over our environments (prompts are ``task_key`` strings)."""
+                      on_rollouts: Callable[[list[Episode]], None] | None = None,
+                      merge_lora: bool = False) -> Callable[..., dict]:
+    """TRL's ``rollout_func`` over our environments (prompts are ``task_key`` strings);
+    ``merge_lora``: sample through ``W + sBA`` (``grpo.merged_generation``)."""
     from toolrl_lib.prompts import get_adapter
+    from toolrl_lib.train.merged_generation import merged_if
 
     adapter = get_adapter(family)
     cache: dict[str, Task] = {}
@@ -83,7 +86,9 @@ def make_rollout_func(family: str, settings: EpisodeSettings, sampling: Sampling
             if key not in cache:
                 cache[key] = task_from_key(str(key))
             tasks.append(cache[key])
-        episodes = run_episodes(model, tokenizer, new_episodes(tasks, adapter, tokenizer, settings), sampling)
+        with merged_if(model, merge_lora) as sampler_model:
+            episodes = run_episodes(sampler_model, tokenizer, new_episodes(tasks, adapter, tokenizer, settings),
+                                    sampling)
         if on_rollouts is not None:
             on_rollouts(episodes)
         return {

@@ -149,9 +149,14 @@ def _make_trainer(config, family, model, tokenizer, tasks, paths, device, extra_
         reward_funcs = make_episode_reward_funcs(scheme)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental
     dataset = Dataset.from_list([{"prompt": task_key(t), "task_id": t.id} for t in tasks])
-    return GRPOTrainer(model=model, reward_funcs=reward_funcs, args=grpo_args(config, paths, device),
-                       train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks,
-                       rollout_func=make_rollout_func(family, episode_settings(config), sampling_settings(config)))
+    from toolrl_lib.train.zero_advantage import install as skip_zero_advantage_batches
+
+    trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=grpo_args(config, paths, device),
+                          train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks,
+                          rollout_func=make_rollout_func(family, episode_settings(config), sampling_settings(config),
+                                                         merge_lora=config.grpo.merged_generation))
+    skip_zero_advantage_batches(trainer)
+    return trainer
 
 
 def _finish(trainer: Any, tokenizer: Any, paths: Any, checkpoint: Path | None) -> None:

@@ -82,7 +82,7 @@ class GRPOSection:
     generation_batch_size: int | None = field(default=None, metadata={"help": "completions per generation round; None = TRL's"})
     num_iterations: int = field(default=1, metadata={"help": "optimisation passes per generation round (mu)"})
     mask_truncated_completions: bool = False
-    merged_generation: bool = field(default=False, metadata={"help": "Roll out with W + sBA in a copy of the adapted weights, adapters off (LoRA only): one matmul per projection while decoding instead of three; +1 weight copy of memory. Under unsloth the run first checks that its patched layers honour the adapter switch."})
+    merged_generation: bool = field(default=False, metadata={"help": "Roll out with W + sBA in a copy of the adapted weights, adapters off (LoRA only): one matmul per projection while decoding instead of three; +1 weight copy of memory. Applies to TRL's sampler, the library rollouts and multi-turn episodes. Under unsloth the run first checks that its patched layers honour the adapter switch."})
     rollouts: Literal["trl", "library"] = field(default="trl", metadata={"help": "Who samples the completions: \"trl\" (transformers' generate inside TRL) or \"library\" (toolrl_lib.generation through TRL's rollout_func: one prefill per prompt for its whole group, an in-place cache; faster on CPU; peft backend, plain GRPO losses only)"})
     shared_prompt: bool = field(default=False, metadata={"help": "Loss forward with each distinct prompt of a micro-batch run once for all its completions (toolrl_lib/train/shared_prompt.py): same log-probs, far less compute when per_device_train_batch_size holds several completions of a prompt; peft backend, not rlsd"})
     learning_rate: float = 1e-5
@@ -257,10 +257,10 @@ def _lora_rules(c: RunConfig, rule: Rule) -> None:
          "merges LoRA adapters for rollouts: needs lora.enabled (full fine-tuning has no adapters)")
     rule(g.rollouts in ("trl", "library"), "grpo.rollouts", g.rollouts, "must be 'trl' or 'library'")
     rule(g.rollouts == "trl" or (c.backend != "unsloth" and g.loss_type != "rlsd"
-                                  and not g.merged_generation and not c.logging.generation_times),
+                                  and not c.logging.generation_times),
          "grpo.rollouts", g.rollouts, "'library' samples through TRL's rollout_func: it needs the "
-         "peft backend (not unsloth), a loss other than rlsd, merged_generation off and "
-         "logging.generation_times off (those wrap TRL's own sampler)")
+         "peft backend (not unsloth), a loss other than rlsd and logging.generation_times off "
+         "(that wraps TRL's own sampler)")
     rule(not g.shared_prompt or (c.backend != "unsloth" and g.loss_type != "rlsd"),
          "grpo.shared_prompt", g.shared_prompt, "runs the model's own forward on shared keys/values: "
          "needs the peft backend (not unsloth) and a loss other than rlsd")

@@ -63,6 +63,17 @@ def lora_merged(model: Any) -> Iterator[Any]:
             base.weight.data = weight
 
 
+@contextmanager
+def merged_if(model: Any, enabled: bool) -> Iterator[Any]:
+    """``lora_merged(model)`` when ``enabled`` and the model has LoRA layers, else the model as
+    it is: for the library's own rollouts (single-turn ``rollout_func``, multi-turn episodes)."""
+    if enabled and _lora_layers(model):
+        with lora_merged(model) as merged:
+            yield merged
+    else:
+        yield model
+
+
 def generate_with_merged_lora(trainer: Any) -> str:
     """Make ``trainer`` (a TRL GRPOTrainer on a PEFT LoRA model) roll out with merged weights;
     returns the name of the generation method it wrapped."""

@@ -8,7 +8,7 @@ and including the first end-of-turn id, at most ``max_completion_length`` — sa
 ``toolrl_lib.generation`` with TRL's settings (temperature, top-p, top-k; 0 = off, as in TRL).
 
 Selected by ``grpo.rollouts: library`` (the smoke profile); ``trl`` keeps TRL's own sampler,
-which is what the GPU profiles (vLLM, Unsloth, merged-LoRA rollouts) need.
+which is what the GPU profiles (vLLM, Unsloth) need. ``grpo.merged_generation`` applies to both.
 """
 
 from __future__ import annotations
@@ -49,13 +49,16 @@ def unsupported_settings(args: Any) -> list[str]:
     return problems
 
 
-def library_rollout(batch_size: int | None = None) -> Callable[[list[Any], Any], dict[str, Any]]:
+def library_rollout(batch_size: int | None = None, merge_lora: bool = False) -> Callable[[list[Any], Any], dict[str, Any]]:
     """A ``rollout_func`` for ``GRPOTrainer``: TRL's single-turn rollout, sampled by our loop.
 
-    ``batch_size`` (sequences decoded together) defaults to the whole generation batch."""
+    ``batch_size`` (sequences decoded together) defaults to the whole generation batch;
+    ``merge_lora`` samples through ``W + sBA`` (``grpo.merged_generation``; TRL's loss still
+    recomputes the log-probs through the LoRA layers)."""
 
     def rollout(prompts: list[Any], trainer: Any) -> dict[str, Any]:
         from toolrl_lib.generation import Sampler, generate_ids
+        from toolrl_lib.train.merged_generation import merged_if
 
         if not all(isinstance(p, str) for p in prompts):
             raise ValueError("grpo.rollouts=library takes rendered string prompts (the library's "
@@ -72,10 +75,11 @@ def library_rollout(batch_size: int | None = None) -> Callable[[list[Any], Any],
         k = max(n for _, n in runs)
         stops = list(trainer.eos_token_ids)
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
-        samples = generate_ids(
-            model, prompt_ids, sampler=Sampler(True, args.temperature, args.top_k or 0, args.top_p),
-            stops=stops, pad_id=pad, max_new_tokens=args.max_completion_length,
-            num_return_sequences=k, batch_size=batch_size or len(prompts))
+        with merged_if(model, merge_lora) as sampler_model:
+            samples = generate_ids(
+                sampler_model, prompt_ids, sampler=Sampler(True, args.temperature, args.top_k or 0, args.top_p),
+                stops=stops, pad_id=pad, max_new_tokens=args.max_completion_length,
+                num_return_sequences=k, batch_size=batch_size or len(prompts))
         out_prompts, out_completions = [], []
         for (_, n), ids, completions in zip(runs, prompt_ids, samples, strict=True):
             out_prompts += [list(ids)] * n

@@ -275,7 +275,7 @@ def _train(
     trainer = _make_trainer(config, family, model, tokenizer, dataset, paths, device, all_callbacks,
                             reward_funcs, dist.world_size)
     merged_check = None
-    if config.grpo.merged_generation:
+    if config.grpo.merged_generation and config.grpo.rollouts == "trl":  # library rollouts merge themselves
         from toolrl_lib.train.merged_generation import (
             generate_with_merged_lora,
             require_merged_path,
@@ -441,7 +441,7 @@ def _make_trainer(config, family, model, tokenizer, dataset, paths, device, call
     if config.grpo.rollouts == "library":
         from toolrl_lib.train.rollouts import library_rollout
 
-        kwargs["rollout_func"] = library_rollout()
+        kwargs["rollout_func"] = library_rollout(merge_lora=config.grpo.merged_generation)
     if config.grpo.loss_type == "rlsd":
         from toolrl_lib.train.rlsd import RLSDGRPOTrainer
 

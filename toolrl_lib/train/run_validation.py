@@ -44,13 +44,7 @@ def evaluate_saved(
     if adapter_dir is None:
         model = load_model(model_path, dtype=config.model.dtype, device=device)
     else:
-        model = load_adapter_model(model_path, str(adapter_dir), config.model.dtype, device)
-        # Sampling through unmerged LoRA layers runs 14 extra small matmuls per layer and token;
-        # the model is thrown away afterwards, so fold the adapter in (fp32 rounding only).
-        import torch
-
-        if next(model.parameters()).dtype == torch.float32:
-            model = model.merge_and_unload()
+        model = load_adapter_model(model_path, str(adapter_dir), config.model.dtype, device)  # folded in fp32
     model.eval()
     with forked_rng():
         scores = validation_scores(config, model, tokenizer, examples, family)
