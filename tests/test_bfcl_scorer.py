@@ -70,3 +70,27 @@ def test_known_wrong_outputs_fail_with_expected_error_types(tmp_path):
     assert irr[1].id not in errors  # silence is right on irrelevance
     assert errors[rel[0].id] == "relevance_error:decoder_failed"
     assert scores["irrelevance"].accuracy == 0.5
+
+
+def test_the_driver_stands_in_for_the_hosted_api_handlers_only():
+    """The scorer process skips BFCL's hosted-API handler modules (and the vendor SDKs they
+    import); the checkers and the local handler the driver registers are BFCL's own modules."""
+    import subprocess
+
+    from toolrl_lib.evaluate.bfcl_venv import ensure_bfcl_venv
+    from toolrl_lib.evaluate.scorer import DRIVER
+
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import bfcl_driver\n"
+        "sys.meta_path.insert(0, bfcl_driver._SkipApiHandlers())\n"
+        "from bfcl_eval.constants.model_config import MODEL_CONFIG_MAPPING\n"
+        "from bfcl_eval.eval_checker import eval_runner\n"
+        "from bfcl_eval.model_handler.local_inference.qwen_fc import QwenFCHandler\n"
+        "claude = sys.modules['bfcl_eval.model_handler.api_inference.claude']\n"
+        "print(type(claude).__name__, 'anthropic' in sys.modules, bool(getattr(eval_runner, '__file__', None)),\n"
+        "      QwenFCHandler.__module__, len(MODEL_CONFIG_MAPPING) > 50)\n"
+    )
+    out = subprocess.run([str(ensure_bfcl_venv()), "-c", probe, str(DRIVER.parent)], capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["_UnusedHandlers", "False", "True",
+                   "bfcl_eval.model_handler.local_inference.qwen_fc", "True"]

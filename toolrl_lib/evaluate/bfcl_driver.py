@@ -13,8 +13,39 @@ Scores go to ``DIR/score``.
 from __future__ import annotations
 
 import argparse
+import importlib.abc
+import importlib.machinery
 import os
 import sys
+import types
+
+# BFCL's model table imports every hosted-API handler, and with them the vendors' SDKs (anthropic,
+# openai, cohere, google-genai, qwen-agent, ...): ~6 of the ~7 s this process took before scoring
+# anything. Scoring never calls a hosted API, so those handler modules are replaced by stand-ins
+# whose names are inert classes; the checkers and the local handler we register stay BFCL's own.
+API_HANDLERS = "bfcl_eval.model_handler.api_inference."
+
+
+class _UnusedHandlers(types.ModuleType):
+    """A hosted-API handler module never used when scoring: any name in it is an inert class."""
+
+    def __getattr__(self, name: str) -> type:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        stand_in = type(name, (), {"__doc__": f"stand-in for {self.__name__}.{name} (not used when scoring)"})
+        setattr(self, name, stand_in)
+        return stand_in
+
+
+class _SkipApiHandlers(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
+        return importlib.machinery.ModuleSpec(name, self) if name.startswith(API_HANDLERS) else None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return _UnusedHandlers(spec.name)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        pass
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     # BFCL reads its project root from the environment at import time.
     os.environ["BFCL_PROJECT_ROOT"] = os.path.abspath(args.root)
 
+    sys.meta_path.insert(0, _SkipApiHandlers())
     from bfcl_eval.constants.model_config import MODEL_CONFIG_MAPPING, ModelConfig
     from bfcl_eval.eval_checker import eval_runner
     from bfcl_eval.model_handler.local_inference.qwen_fc import QwenFCHandler
