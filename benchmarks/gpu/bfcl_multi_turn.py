@@ -87,12 +87,14 @@ def device_name() -> str:
     return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "CPU"
 
 
-def pack(work: Path, archive: Path) -> None:
+def pack(work: Path, archive: Path, suffixes: tuple[str, ...] = (".json", ".jsonl", ".log")) -> None:
     """Settings, logs, generations and result files (no weights); well under 19 MB."""
     archive.parent.mkdir(parents=True, exist_ok=True)
+    for old in archive.parent.glob(f"{archive.name}.part*"):  # a split of an earlier call's pack
+        old.unlink()
     with tarfile.open(archive, "w:gz") as tar:
         for path in sorted(work.rglob("*")):
-            if path.is_file() and path.suffix in {".json", ".jsonl", ".log"}:
+            if path.is_file() and path.suffix in suffixes:
                 tar.add(path, arcname=str(path.relative_to(work)))
     print(f"packed {archive} ({archive.stat().st_size / 1e6:.1f} MB)", flush=True)
     data = archive.read_bytes()

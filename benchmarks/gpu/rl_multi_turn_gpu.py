@@ -2,18 +2,25 @@
 
 Two phases:
 
-    run     (GPU, one command, sized for <= 8 minutes) prime the embedded model on gold episodes
-            and run multi-turn GRPO (configs/multi_turn_embedded_gpu.yaml; the run's validation
-            split picks nothing but is logged: there is one variant, so selection is trivially
-            on validation); greedy episode success of primed and GRPO on our *test* split; BFCL's
-            four multi-turn categories generated for both (no scoring: the scorer's venv lives on
-            the CPU box); everything packed into --out/rl_multi_turn.tar.gz
-    report  (CPU box) score the BFCL generations with BFCL's checker (``toolrl eval score``),
-            paired bootstrap 95% CIs of GRPO - primed per category and on our own tasks ->
+    run     (GPU; resumable: repeat the same command on the warm host until it says "done") prime the
+            embedded model on gold episodes and run multi-turn GRPO (configs/multi_turn_embedded_gpu.yaml
+            plus --set); BFCL's four multi-turn categories (all 800 entries unless --bfcl-limit) for the
+            primed model start as soon as priming is done, side by side with GRPO on the GPU, and for the
+            GRPO model once it is trained (generation only, through benchmarks/gpu/bfcl_multi_turn.py's
+            resumable ``phase_generate``: the scorer's venv lives on the CPU box); greedy episode success
+            of primed and GRPO on our *test* split. Every call stops by --budget-s and packs what exists
+            (state, own-task rows, BFCL generations so far, the run's logs) into
+            --out/rl_multi_turn.tar.gz (split into .partN when over 15 MiB)
+    report  (CPU box) score the BFCL generations with BFCL's checker (sanitiser first), paired bootstrap
+            95% CIs of GRPO - primed per category and on our own tasks ->
             benchmarks/results/rl_multi_turn.{md,json} (the shape of rl_single_turn.json)
 
-    python benchmarks/gpu/rl_multi_turn_gpu.py run --work /tmp/mt --out $OUT
+    python benchmarks/gpu/rl_multi_turn_gpu.py run --work /tmp/mtrl --out $OUT --set grpo.max_steps=12
     python benchmarks/gpu/rl_multi_turn_gpu.py report --archive rl_multi_turn.tar.gz --work runs/rl_multi_turn
+
+Selection: the run validates on our validation split before GRPO (primed) and after it (final); there is
+one GRPO candidate (the final adapter; ``best/`` is a copy of ``last/``), so nothing is selected, and
+neither BFCL nor our test split is ever looked at to choose anything.
 
 ``--tiny DIR`` (with ``--device cpu``) runs the same chain on a tiny random model at toy sizes:
 the CPU test of the plumbing (``tests/test_multi_turn_gpu_script.py``).
@@ -23,12 +30,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
+import shutil
 import sys
-import tarfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bfcl_multi_turn as bmt  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = "configs/multi_turn_embedded_gpu.yaml"
@@ -40,10 +50,38 @@ TINY = ["multi_turn.train_tasks=4", "multi_turn.val_tasks=2", "multi_turn.primin
         "grpo.per_device_train_batch_size=4", "grpo.gradient_accumulation_steps=1", "grpo.max_steps=1",
         "model.dtype=fp32", "lora.r=4", "lora.alpha=8", "checkpoint.save_steps=1",
         "multi_turn.environments=[bank]"]
+RUN_LOGS = ("config.yaml", "run_info.json", "metrics.csv", "validation.csv", "episodes")
 
 
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def bfcl_settings(args: argparse.Namespace, family: str, dtype: str) -> argparse.Namespace:
+    """The arguments ``bfcl_multi_turn.generate_command`` reads (issue 19's settings by default)."""
+    return argparse.Namespace(family=family, categories=CATEGORIES, batch_size=args.bfcl_batch_size,
+                              backend="auto", dtype=dtype, max_new_tokens=args.bfcl_max_new_tokens,
+                              limit=args.bfcl_limit, max_batch_tokens=2**20, window=None,
+                              compact_docs=args.bfcl_compact_docs, max_live=args.bfcl_max_live, pack=None)
+
+
+def generate(models: list[tuple[str, str]], folder: Path, settings: argparse.Namespace, deadline: float) -> None:
+    """BFCL generation of ``models`` until ``deadline`` (``time.time()``); resumes what exists."""
+    left = deadline - time.time()
+    if left < 30:
+        log(f"BFCL {[m[0] for m in models]}: {left:.0f} s left, not started")
+        return
+    bmt.phase_generate(models, folder, argparse.Namespace(**vars(settings), deadline_s=left))
+
+
+def primed_side(primed: Path, folder: Path, settings: argparse.Namespace, deadline: float) -> None:
+    """BFCL of the primed model as soon as priming has written it (while GRPO trains)."""
+    from toolrl_lib.train.priming import is_primed
+
+    while not is_primed(primed) and time.time() < deadline - 60:
+        time.sleep(5)
+    if is_primed(primed):
+        generate([("primed", str(primed))], folder, settings, deadline)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,111 +91,139 @@ def run(args: argparse.Namespace) -> int:
     from toolrl_lib.train.config import load_run_config
     from toolrl_lib.train.run import train
 
+    t0 = time.time()
+    deadline = t0 + args.budget_s
     work = Path(args.work)
+    keep = work / "keep"  # what comes back; the run directory (weights) stays on the host
+    keep.mkdir(parents=True, exist_ok=True)
+    state_file = keep / "gpu_run.json"
+    state = json.loads(state_file.read_text()) if state_file.is_file() else {"timings": {}, "own": {}, "calls": []}
     overrides = [f"device={args.device}", *args.set]
     if args.tiny:
         overrides = [f"model.name={args.tiny}", *TINY, *overrides]
     config = load_run_config(ROOT / CONFIG, overrides)
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    run_dir = work / "run"
+    settings = bfcl_settings(args, config.model.family or "hermes", config.model.dtype)
+    run_dir, bfcl = work / "run", keep / "bfcl"
+    primed = run_dir / "primed_model"
+    side = None
     if not (run_dir / "last").is_dir():
-        train(config, run_dir, resume=(run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").iterdir()))
-    timings["train_s"] = time.perf_counter() - t0
-    log(f"trained in {timings['train_s']:.0f} s")
-    tasks = make_tasks("test", args.own_tasks, config.multi_turn.environments, config.multi_turn.kinds)
+        side = threading.Thread(target=primed_side, args=(primed, bfcl, settings, deadline - 20), daemon=True)
+        side.start()
+        t1 = time.time()
+        checkpoints = run_dir / "checkpoints"
+        train(config, run_dir, resume=checkpoints.is_dir() and any(checkpoints.iterdir()))
+        state["timings"]["train_s"] = round(time.time() - t1, 1)
+        log(f"trained in {state['timings']['train_s']:.0f} s")
     family = json.loads((run_dir / "run_info.json").read_text())["family"]
-    primed = str(run_dir / "primed_model")
-    own: dict[str, Any] = {}
-    for label, adapter in (("primed", None), ("grpo", run_dir / "last")):
-        t1 = time.perf_counter()
-        scores, rows = evaluate_stage(config, primed, adapter, tasks, family, config.device)
-        write_rows(work / "own" / f"{label}.jsonl", rows)
-        own[label] = scores
-        timings[f"own_{label}_s"] = time.perf_counter() - t1
-        log(f"own test tasks, {label}: success {scores['success']:.3f} ({len(rows)} tasks)")
-    for label, model in (("primed", primed), ("grpo", str(run_dir / "last"))):
-        t1 = time.perf_counter()
-        cmd = [sys.executable, "-m", "toolrl_lib.cli", "eval", "bfcl", "--model", model, "--label", label,
-               "--format", family, "--categories", ",".join(CATEGORIES), "--limit", str(args.bfcl_limit),
-               "--out", str(work / "bfcl" / label), "--no-score", "--compact-docs",
-               "--multi-turn-max-new-tokens", str(args.bfcl_max_new_tokens),
-               "--batch-size", str(args.bfcl_batch_size), "--dtype", config.model.dtype]
-        log(" ".join(cmd))
-        if subprocess.run(cmd, cwd=ROOT, check=False).returncode != 0:
-            raise SystemExit(f"BFCL multi-turn generation for {label} failed (its log is above)")
-        timings[f"bfcl_{label}_s"] = time.perf_counter() - t1
-    timings["total_s"] = time.perf_counter() - t0
-    (work / "gpu_run.json").write_text(json.dumps({"timings": timings, "own": own, "overrides": overrides,
-                                                   "bfcl_limit": args.bfcl_limit, "own_tasks": args.own_tasks,
-                                                   "command": " ".join(sys.argv)}, indent=2))
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(out / "rl_multi_turn.tar.gz", "w:gz") as tar:
-        for name in ("gpu_run.json", "own", "bfcl"):
-            tar.add(work / name, arcname=name)
-        for name in ("config.yaml", "run_info.json", "metrics.csv", "validation.csv", "episodes"):
-            if (run_dir / name).exists():
-                tar.add(run_dir / name, arcname=f"run/{name}")
-    log(f"packed {out / 'rl_multi_turn.tar.gz'}; timings {json.dumps({k: round(v) for k, v in timings.items()})}")
+    settings.family = family
+    if set(state["own"]) != set(PAIR):
+        tasks = make_tasks("test", args.own_tasks, config.multi_turn.environments, config.multi_turn.kinds)
+        for label, adapter in (("primed", None), ("grpo", run_dir / "last")):
+            t1 = time.time()
+            scores, rows = evaluate_stage(config, str(primed), adapter, tasks, family, config.device)
+            write_rows(keep / "own" / f"{label}.jsonl", rows)
+            state["own"][label] = scores
+            state["timings"][f"own_{label}_s"] = round(time.time() - t1, 1)
+            log(f"own test tasks, {label}: success {scores['success']:.3f} ({len(rows)} tasks)")
+    grpo_side = threading.Thread(target=generate, args=([("grpo", str(run_dir / "last"))], bfcl, settings,
+                                                        deadline - 20), daemon=True)
+    grpo_side.start()
+    if side is not None:
+        side.join()
+    generate([("primed", str(primed))], bfcl, settings, deadline - 20)  # the rest of primed, if cut
+    grpo_side.join()
+    done = all((bfcl / label / "timing.json").is_file() for label in PAIR)
+    state["calls"].append({"command": " ".join(sys.argv), "seconds": round(time.time() - t0, 1), "done": done})
+    state.update(overrides=overrides, own_tasks=args.own_tasks, bfcl_limit=args.bfcl_limit,
+                 bfcl_settings={k: v for k, v in vars(settings).items() if k != "pack"})
+    state_file.write_text(json.dumps(state, indent=2))
+    (keep / "run").mkdir(exist_ok=True)
+    for name in RUN_LOGS:
+        source = run_dir / name
+        if source.is_dir():
+            shutil.copytree(source, keep / "run" / name, dirs_exist_ok=True)
+        elif source.is_file():
+            shutil.copy2(source, keep / "run" / name)
+    bmt.pack(keep, Path(args.out) / "rl_multi_turn.tar.gz", (".json", ".jsonl", ".log", ".csv", ".yaml"))
+    log("done: every model generated" if done else "not done: run the same command again (it resumes)")
     return 0
 
 
 def report(args: argparse.Namespace) -> int:
     from toolrl_lib.envs.evaluate import read_rows
-    from toolrl_lib.evaluate.analysis import compare_dirs, load_entries
+    from toolrl_lib.evaluate.analysis import compare_dirs
     from toolrl_lib.evaluate.stats import paired_bootstrap
 
     work = Path(args.work)
     if args.archive:
-        work.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(args.archive) as tar:
-            tar.extractall(work, filter="data")
-    for label in PAIR:
-        folder = work / "bfcl" / label
-        if not (folder / "entries.csv").is_file():
-            subprocess.run([sys.executable, "-m", "toolrl_lib.cli", "eval", "score", str(folder)], cwd=ROOT,
-                           check=True)
+        bmt.unpack(Path(args.archive), work)
     info = json.loads((work / "gpu_run.json").read_text())
-    models: dict[str, dict[str, Any]] = {}
-    entries = {label: load_entries(work / "bfcl" / label) for label in PAIR}
+    missing = [label for label in PAIR if not (work / "bfcl" / label / "timing.json").is_file()]
+    if missing and not args.partial:
+        raise SystemExit(f"BFCL generation of {missing} is not finished: run the GPU phase again (or --partial)")
+    rows = {label: bmt.category_rows(label, work / "bfcl" / label)[0] for label in PAIR}
     own = {label: {r["task_id"]: r for r in read_rows(work / "own" / f"{label}.jsonl")} for label in PAIR}
+    models: dict[str, dict[str, Any]] = {}
     for label in PAIR:
-        frame = entries[label]
-        models[label] = {f"bfcl_{c}": float(frame[frame["category"] == c]["correct"].mean()) for c in CATEGORIES
-                         if (frame["category"] == c).any()}
+        models[label] = {f"bfcl_{r['category']}": r["accuracy"] for r in rows[label]}
+        models[label].update({f"bfcl_{r['category']}_turns_passed": r["turns_passed_share"] for r in rows[label]})
         models[label]["own_task_success"] = sum(bool(r["success"]) for r in own[label].values()) / len(own[label])
         models[label]["own_tasks"] = len(own[label])
     table = compare_dirs(work / "bfcl" / "primed", work / "bfcl" / "grpo")
-    comparisons = []
-    for _, row in table[table["category"].isin(CATEGORIES)].iterrows():
-        comparisons.append({"a": "primed", "b": "grpo", "metric": f"bfcl_{row['category']}", "n": int(row["n"]),
-                            "diff": float(row["diff"]), "ci_low": float(row["ci_low"]),
-                            "ci_high": float(row["ci_high"])})
+    comparisons = [{"a": "primed", "b": "grpo", "metric": f"bfcl_{r['category']}", "n": int(r["n"]),
+                    "diff": float(r["diff"]), "ci_low": float(r["ci_low"]), "ci_high": float(r["ci_high"]),
+                    "mcnemar_p": float(r["mcnemar_p"]) if r.get("mcnemar_p") is not None else None}
+                   for _, r in table[table["category"].isin(CATEGORIES)].iterrows()]
     ids = sorted(set(own["primed"]) & set(own["grpo"]))
     diff = paired_bootstrap([float(own["primed"][i]["success"]) for i in ids],
                             [float(own["grpo"][i]["success"]) for i in ids])
     comparisons.append({"a": "primed", "b": "grpo", "metric": "own_task_success", "n": diff.n, "diff": diff.diff,
                         "ci_low": diff.ci_low, "ci_high": diff.ci_high})
-    result = {"selected_on": "validation", "selection": {"note": "one GRPO variant: nothing to select"},
-              "models": models, "comparisons": comparisons, "timings": info["timings"],
-              "commands": {"gpu": info["command"], "report": " ".join(sys.argv)}}
+    validation = (work / "run" / "validation.csv").read_text() if (work / "run" / "validation.csv").is_file() else ""
+    result = {"selected_on": "validation",
+              "selection": {"note": "one GRPO candidate (the final adapter): nothing to select; BFCL and our "
+                                    "test split were never used to choose", "validation_csv": validation},
+              "models": models, "comparisons": comparisons, "bfcl_rows": rows["primed"] + rows["grpo"],
+              "timings": info["timings"], "gpu_calls": info["calls"], "overrides": info["overrides"],
+              "bfcl_settings": info["bfcl_settings"], "incomplete": missing,
+              "commands": {"gpu": [c["command"] for c in info["calls"]], "report": " ".join(sys.argv)}}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "rl_multi_turn.json").write_text(json.dumps(result, indent=2))
+    (out / "rl_multi_turn.json").write_text(json.dumps(result, indent=2, default=str))
+    (out / "rl_multi_turn.md").write_text(to_markdown(result, info))
+    print(to_markdown(result, info))
+    return 0
+
+
+def to_markdown(result: dict[str, Any], info: dict[str, Any]) -> str:
+    models, b = result["models"], info["bfcl_settings"]
+    n_bfcl = {c["metric"]: c["n"] for c in result["comparisons"]}
+    scope = "all entries" if info["bfcl_limit"] is None else f"first {info['bfcl_limit']} entries"
     lines = ["# Multi-turn GRPO (issue 20): GRPO - primed", "",
-             f"Embedded SmolLM2-135M, {CONFIG}; BFCL: first {info['bfcl_limit']} entries per multi-turn "
-             f"category (compact docs), our test split: {info['own_tasks']} tasks. Paired bootstrap 95% CIs.", "",
+             f"Embedded SmolLM2-135M, {CONFIG} with `{' '.join(info['overrides'])}`; BFCL v4 multi-turn: {scope} "
+             f"of each category (BFCL's official checker, our loop; step budget {b['max_new_tokens']} new tokens, "
+             f"compact docs {b['compact_docs']}); our test split: {info['own_tasks']} tasks. Paired bootstrap 95% "
+             "CIs. Selection: one GRPO candidate, so nothing was selected (validation logged below).", "",
              "| metric | n | primed | GRPO | GRPO - primed | 95% CI |", "| --- | --- | --- | --- | --- | --- |"]
-    for c in comparisons:
-        lines.append(f"| {c['metric']} | {c['n']} | {models['primed'].get(c['metric'], float('nan')):.3f} | "
+    for c in result["comparisons"]:
+        lines.append(f"| {c['metric']} | {n_bfcl[c['metric']]} | {models['primed'].get(c['metric'], float('nan')):.3f} | "
                      f"{models['grpo'].get(c['metric'], float('nan')):.3f} | {c['diff']:+.3f} | "
                      f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}] |")
-    lines += ["", f"GPU timings (s): {json.dumps({k: round(v) for k, v in info['timings'].items()})}", "",
-              f"Commands: `{info['command']}`; `{' '.join(sys.argv)}`"]
-    (out / "rl_multi_turn.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    return 0
+    lines += ["", "BFCL detail (turns passed: mean share of an entry's turns before the checker failed it):", "",
+              "| model | category | n | accuracy | turns passed | over window | force-terminated | steps/entry |",
+              "|" + " --- |" * 8]
+    for r in result["bfcl_rows"]:
+        lines.append(f"| {r['model']} | {r['category']} | {r['n']} | {bmt._f(r['accuracy'])} | "
+                     f"{bmt._f(r['turns_passed_share'])} | {bmt._f(r['over_window_share'])} | "
+                     f"{r['force_terminated']} | {bmt._f(r['steps_per_entry'], 2)} |")
+    if result["incomplete"]:
+        lines += ["", f"**Incomplete**: BFCL generation of {result['incomplete']} did not finish; their n is smaller."]
+    lines += ["", "Validation (our val split; success is episode success):", "", "```",
+              result["selection"]["validation_csv"].strip(), "```", "",
+              f"GPU timings (s): {json.dumps(info['timings'])}; device calls: "
+              f"{json.dumps([c['seconds'] for c in info['calls']])} s", "", "Commands, in order:", ""]
+    lines += [f"- GPU: `{c['command']}`" for c in info["calls"]] + [f"- here: `{result['commands']['report']}`"]
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,14 +235,18 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--device", default="cuda")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     r.add_argument("--own-tasks", type=int, default=96)
-    r.add_argument("--bfcl-limit", type=int, default=15, help="first N entries of each multi-turn category")
-    r.add_argument("--bfcl-max-new-tokens", type=int, default=64)
-    r.add_argument("--bfcl-batch-size", type=int, default=128)
+    r.add_argument("--budget-s", type=float, default=560, help="this call packs and ends by then (device call <= 600 s)")
+    r.add_argument("--bfcl-limit", type=int, default=None, help="first N entries of each category (default: all)")
+    r.add_argument("--bfcl-max-new-tokens", type=int, default=128, help="step budget (issue 19's)")
+    r.add_argument("--bfcl-batch-size", type=int, default=256)
+    r.add_argument("--bfcl-max-live", type=int, default=200, help="episodes in flight per model")
+    r.add_argument("--bfcl-compact-docs", action="store_true")
     r.add_argument("--tiny", default=None, help="a tiny model folder: CPU test of the chain")
     p = sub.add_parser("report")
     p.add_argument("--archive", default=None)
     p.add_argument("--work", required=True)
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    p.add_argument("--partial", action="store_true", help="report even if a model's BFCL run was cut short")
     args = parser.parse_args(argv)
     return run(args) if args.phase == "run" else report(args)
 

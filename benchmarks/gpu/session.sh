@@ -51,6 +51,11 @@
 #      then generate-only for base and primed side by side on the GPU until SMT (570) s; repeat `mt`
 #      (nothing to carry) to resume what the deadline cut -> $OUT/bfcl_multi_turn.tar.gz; then here:
 #      python benchmarks/gpu/bfcl_multi_turn.py report --archive bfcl_multi_turn.tar.gz --command ...
+# Issue 20 (one H200, kind nvidia-h200; ~25 min of device time): 1 [.whl/gguf1 .whl/base data/processed/smoke],
+#   then mtrl [.whl/gguf2 data/processed/smoke] (model; priming, then GRPO while BFCL of the primed model runs
+#   beside it; own test tasks; BFCL of the GRPO model), then mtrl again (nothing to carry) until it says
+#   "done" -> $OUT/rl_multi_turn.tar.gz; MTRL_ARGS="--set grpo.max_steps=12" for more GRPO steps; then here:
+#   python benchmarks/gpu/rl_multi_turn_gpu.py report --archive rl_multi_turn.tar.gz --work runs/rl_multi_turn
 # Issue 18 (one H200, ~20 min of device time; kind nvidia-h200; backend peft, so no bnb/unsloth):
 #   1 [.whl/gguf1 .whl/base .whl/ds data/processed/smoke], then
 #   18 [.whl/gguf2 data/processed/smoke]  model, priming, I18_VARIANTS side by side on GPU 0 (same primed
@@ -129,6 +134,11 @@ case "${1:?step}" in
      python3 benchmarks/gpu/bfcl_multi_turn.py generate --model base=embedded --model primed=/tmp/rl/primed_model \
        --work /tmp/mt --pack "$OUT" --deadline-s "$(left $((S - 20)))" ${MT_ARGS:-}
      tail -3 /tmp/mt/*.log ;;
+  mtrl) S=${SMTRL:-575}   # issue 20: multi-turn priming + GRPO, own tasks, BFCL multi-turn of primed and GRPO
+     [ -f /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf ] || bash "$0" model || exit 1
+     python3 benchmarks/gpu/rl_multi_turn_gpu.py run --work /tmp/mtrl --out "$OUT" --budget-s "$(left "$S")" \
+       ${MTRL_ARGS:-}
+     tail -2 /tmp/mtrl/keep/bfcl/*.log ;;
   5) S5=${S5:-555}
      if [ "${SIDE:-}" = fit ]; then  # GPU 1: the full profile's fit while GPU 0 trains
        CUDA_VISIBLE_DEVICES=1 python3 benchmarks/gpu/full_profile_fit.py --out "$OUT" \

@@ -1,0 +1,56 @@
+"""benchmarks/gpu/rl_multi_turn_gpu.py end to end on CPU with the tiny random model: the GPU
+call (train, own-task evaluation, BFCL multi-turn generation through bfcl_multi_turn's resumable
+phase_generate, the pack), a second call that resumes and trains nothing, and the report (BFCL's
+checker) in the JSON shape of rl_single_turn.json. Harness test: ``pytest -m gpu_harness``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benchmarks" / "gpu" / "rl_multi_turn_gpu.py"
+pytestmark = pytest.mark.gpu_harness
+
+
+def _script(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+    done = subprocess.run([sys.executable, str(SCRIPT), *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+def test_gpu_chain_on_cpu_resumes_and_reports(tmp_path, tiny_model_dir):
+    work, out, results = tmp_path / "work", tmp_path / "out", tmp_path / "results"
+    run = ["run", "--work", str(work), "--out", str(out), "--device", "cpu", "--tiny", str(tiny_model_dir),
+           "--own-tasks", "2", "--bfcl-limit", "1", "--bfcl-max-new-tokens", "4", "--bfcl-max-live", "4"]
+    first = _script(*run)
+    assert "trained in" in first.stdout
+    with tarfile.open(out / "rl_multi_turn.tar.gz") as tar:
+        names = set(tar.getnames())
+    assert {"gpu_run.json", "own/primed.jsonl", "own/grpo.jsonl", "run/validation.csv"} <= names
+    assert not any("primed_model" in n or n.endswith(".safetensors") for n in names)  # no weights travel
+    for label in ("primed", "grpo"):
+        assert f"bfcl/{label}/generations/multi_turn_base.jsonl" in names
+    second = _script(*run)  # resumes: nothing left to train or generate
+    assert "trained in" not in second.stdout and "already generated, skipped" in second.stdout
+    state = json.loads((work / "keep" / "gpu_run.json").read_text())
+    assert [c["done"] for c in state["calls"]] == [True, True]
+    _script("report", "--archive", str(out / "rl_multi_turn.tar.gz"), "--work", str(tmp_path / "rep"),
+            "--out", str(results))
+    result = json.loads((results / "rl_multi_turn.json").read_text())
+    metrics = [c["metric"] for c in result["comparisons"]]
+    assert metrics == ["bfcl_multi_turn_base", "bfcl_multi_turn_miss_func", "bfcl_multi_turn_miss_param",
+                       "bfcl_multi_turn_long_context", "own_task_success"]
+    for c in result["comparisons"]:
+        assert (c["a"], c["b"]) == ("primed", "grpo") and c["ci_low"] <= c["diff"] <= c["ci_high"]
+    assert [c["n"] for c in result["comparisons"]] == [1, 1, 1, 1, 2]
+    assert result["models"]["grpo"]["own_tasks"] == 2 and not result["incomplete"]
+    assert "| bfcl_multi_turn_base | 1 |" in (results / "rl_multi_turn.md").read_text()
