@@ -79,6 +79,36 @@ def test_gguf_export_refuses_bad_input(tmp_path: Path, tiny_model_dir: Path) -> 
         export_gguf(tiny_model_dir, tmp_path / "out", GGUFOptions(types=("q4_k",)))
 
 
+def test_gguf_one_parse_per_file_shares_reads_and_restores(tmp_path: Path) -> None:
+    import gguf
+
+    from toolrl_lib.export.gguf_verify import one_parse_per_file
+
+    path = tmp_path / "small.gguf"
+
+    def write(value: int) -> None:
+        writer = gguf.GGUFWriter(str(path), "llama")
+        writer.add_uint32("test.value", value)
+        writer.add_array("test.tokens", [f"t{i}" for i in range(value)])
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.close()
+
+    write(3)
+    original_reader, original_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    with one_parse_per_file():
+        first = gguf.GGUFReader(path)
+        assert gguf.GGUFReader(str(path)) is first
+        assert first.fields["test.value"].parts[-1][0] == 3
+        write(30)  # a changed file is parsed again, not served from the old read
+        again = gguf.GGUFReader(path)
+        assert again is not first and again.fields["test.value"].parts[-1][0] == 30
+        arch = gguf.MODEL_ARCH.LLAMA
+        assert gguf.get_tensor_name_map(arch, 2) is gguf.get_tensor_name_map(arch, 2)
+    assert gguf.GGUFReader is original_reader and gguf.get_tensor_name_map is original_map
+    assert gguf.GGUFReader(path) is not gguf.GGUFReader(path)
+
+
 @pytest.fixture(scope="module")
 def smol_shaped(tmp_path_factory: pytest.TempPathFactory, embedded_model_dir: Path) -> dict[str, Path]:
     """Two small random Llamas with the embedded model's real tokenizer (whose pre-tokenizer
@@ -128,10 +158,14 @@ def test_gguf_export_roundtrip_f16_and_q8_0(smol_shaped: dict[str, Path], tmp_pa
 def test_gguf_export_refuses_a_file_of_another_model(smol_shaped: dict[str, Path], tmp_path: Path) -> None:
     """A converter that writes the GGUF of a different model must fail verification and
     leave nothing behind: the check can fail."""
-    from toolrl_lib.export.gguf_export import convert
+    from toolrl_lib.export.gguf_export import convert, converter_input
 
+    # The other model goes through the same input repair as an export: same vocabulary and
+    # architecture, only the weights differ (so the logits must catch it). Converted raw, its
+    # tokenizer became a merge-less SentencePiece one that took minutes to rebuild on loading.
     other = tmp_path / "other.gguf"
-    convert(smol_shaped["seed1"], other, "f16")
+    converter_input(smol_shaped["seed1"], tmp_path / "other-input")
+    convert(tmp_path / "other-input", other, "f16")
     fake = tmp_path / "fake_converter.py"
     fake.write_text(
         "import shutil, sys\n"
@@ -142,8 +176,9 @@ def test_gguf_export_refuses_a_file_of_another_model(smol_shaped: dict[str, Path
         export_gguf(smol_shaped["seed0"], out, GGUFOptions(types=("f16",), converter=str(fake),
                                                            max_new_tokens=4))
     assert not out.exists() and not list(tmp_path.glob(".gguf.partial-*"))
-    problems = caught.value.report["verification"]["f16"]["problems"]
-    assert any("logits" in p for p in problems)
+    check = caught.value.report["verification"]["f16"]
+    assert check["tokenizer_ids_identical"] and check["vocab"]["tokens_mismatched"] == 0
+    assert any("logits" in p for p in check["problems"])
 
 
 @pytest.mark.slow

@@ -2,7 +2,8 @@
 
 Each requested type (``f16``, ``q8_0``, ...) is one run of llama.cpp's ``convert_hf_to_gguf.py``
 on the merged folder, then the file is loaded back with transformers and compared with the
-folder on the same prompts (``gguf_verify``). Like the merge, the export is written to a hidden
+folder on the same prompts (``gguf_verify``; the file's metadata is parsed once for the
+vocabulary check, the tokenizer and the model). Like the merge, the export is written to a hidden
 sibling and renamed into place only when every file passed, with ``toolrl_gguf.json``
 (sizes, seconds, every measured number) written last; ``require_pass=False`` keeps a failed
 file and reports it instead (for measuring).
@@ -198,19 +199,22 @@ def export_gguf(model_dir: str | Path, out_dir: str | Path | None = None,
             seconds = convert(inputs, staging / name, kind, options.converter)
             report.files[kind] = {"file": name, "bytes": (staging / name).stat().st_size, "seconds": seconds}
             report.modelfiles[kind] = modelfile.write_modelfile(staging, name, family, tokenizer).name
-            vocab = gguf_vocab_check(staging / name, tokenizer)
-            report.files[kind]["vocab"] = vocab
-            if reference is not None:
+            with gguf_verify.one_parse_per_file():  # vocab check, tokenizer and model: one parse
                 start = time.perf_counter()
-                model, gguf_tokenizer = gguf_verify.load_gguf_model(staging / name)
-                check = gguf_verify.compare(reference, model, gguf_tokenizer, kind, options.max_new_tokens)
-                if vocab["tokens_mismatched"]:
-                    check["problems"].append(f"{vocab['tokens_mismatched']} GGUF tokens differ from the source vocabulary")
-                    check["passed"] = False
-                report.verification[kind] = {**check, "vocab": vocab}
-                del model
-                gc.collect()
-                report.timings[f"verify_{kind}"] = round(time.perf_counter() - start, 2)
+                vocab = gguf_vocab_check(staging / name, tokenizer)
+                report.files[kind]["vocab"] = vocab
+                report.timings[f"vocab_{kind}"] = round(time.perf_counter() - start, 2)
+                if reference is not None:
+                    start = time.perf_counter()
+                    model, gguf_tokenizer = gguf_verify.load_gguf_model(staging / name)
+                    check = gguf_verify.compare(reference, model, gguf_tokenizer, kind, options.max_new_tokens)
+                    if vocab["tokens_mismatched"]:
+                        check["problems"].append(f"{vocab['tokens_mismatched']} GGUF tokens differ from the source vocabulary")
+                        check["passed"] = False
+                    report.verification[kind] = {**check, "vocab": vocab}
+                    del model
+                    gc.collect()
+                    report.timings[f"verify_{kind}"] = round(time.perf_counter() - start, 2)
         failed = {k: v["problems"] for k, v in report.verification.items() if not v["passed"]}
         if failed and options.require_pass:
             raise GGUFExportError(f"GGUF verification failed: {failed} (nothing was written)", report.to_dict())

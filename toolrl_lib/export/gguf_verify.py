@@ -10,7 +10,10 @@ the share of positions whose top-1 token agrees, and greedy continuations token 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +43,39 @@ class Reference:
     ids: list[list[int]]
     logits: list[Any]
     greedy: list[list[int]]
+
+
+@contextmanager
+def one_parse_per_file() -> Iterator[None]:
+    """Within the block, each GGUF file is parsed once and gguf-py's tensor-name table built once.
+
+    Why: transformers' GGUF loader parses the whole metadata (for SmolLM2 49k token strings and
+    48k merges, seconds each in gguf-py) twice for the tokenizer and twice for the model, and
+    rebuilds the tensor-name table for every submodule (~400 times for 30 layers); with our
+    vocabulary check that was five parses of the same bytes per file. Both are pure reads of
+    an unchanged file, so a reader is kept per (path, size, mtime) and the table per
+    (architecture, layers): what gets loaded is the same. The originals are back on exit.
+    """
+    import gguf
+
+    original_reader, original_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    readers: dict[tuple[str, int, int], Any] = {}
+
+    def reader(path: str | Path, mode: str = "r") -> Any:
+        if mode != "r":
+            return original_reader(path, mode)
+        stat = Path(path).stat()
+        key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+        if key not in readers:
+            readers[key] = original_reader(path, mode)
+        return readers[key]
+
+    gguf.GGUFReader, gguf.get_tensor_name_map = reader, lru_cache(maxsize=None)(original_map)
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = original_reader, original_map
+        readers.clear()
 
 
 def load_gguf_model(gguf_file: str | Path, dtype: str = "fp32", device: str = "cpu") -> tuple[Any, Any]:
