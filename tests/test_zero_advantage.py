@@ -82,7 +82,9 @@ def test_a_skipped_micro_batch_gives_every_parameter_a_zero_gradient():
 
     model, _ = make_tiny_model(seed=1)
     trainer = _trainer()
-    trainer._metrics = {"train": {"zero_advantage_skipped": []}}
+    from collections import defaultdict
+
+    trainer._metrics = {"train": defaultdict(list)}
     trainer.compute_loss = lambda *a, **k: pytest.fail("TRL's loss should not run")
     install(trainer)
     loss = trainer.compute_loss(model, {"advantages": torch.zeros(4)})
@@ -90,3 +92,4 @@ def test_a_skipped_micro_batch_gives_every_parameter_a_zero_gradient():
     assert float(loss.detach()) == 0.0
     assert all(p.grad is not None and not p.grad.any() for p in model.parameters())
     assert trainer._metrics["train"]["zero_advantage_skipped"] == [1.0]
+    assert trainer._metrics["train"]["clip_ratio/region_mean"] == [0.0]

@@ -11,9 +11,10 @@ clipping) is what it would have been. Tested against TRL's own loss in ``tests/t
 
 Not applied where the loss has a term that does not scale with the advantage: a KL penalty
 (``beta`` != 0), a mixture-of-experts router loss, or loss types outside ``SKIPPABLE``; nor
-under several processes, where every rank must run its forward for the collective backward. The
-per-token metrics TRL logs from that forward (entropy, clip ratios) then average over the
-micro-batches that ran; ``zero_advantage_skipped`` counts the skipped ones.
+under several processes, where every rank must run its forward for the collective backward. Of
+the metrics TRL logs from the skipped forward, the clip ratios are logged as the exact 0 they
+would be; the entropy needs the forward, so it averages over the micro-batches that ran (absent
+for a step whose every micro-batch was skipped); ``zero_advantage_skipped`` is the share skipped.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from typing import Any
 from toolrl_lib.train import trl_compat
 
 SKIPPABLE = ("grpo", "bnpo", "dr_grpo", "dapo")  # per-token loss = -min(r A, clip(r) A) (+ beta KL)
+# TRL's clip counters for these losses: each counts tokens clipped with A < 0 or A > 0
+CLIP_METRICS = ("clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean",
+                "clip_ratio/low_min", "clip_ratio/high_max")
 
 
 def applies(trainer: Any) -> bool:
@@ -45,6 +49,8 @@ def install(trainer: Any) -> str | None:
             trl_compat.log_metric(trainer, "train", "zero_advantage_skipped", 0.0)
             return call(model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch)
         trl_compat.log_metric(trainer, "train", "zero_advantage_skipped", 1.0)
+        for key in CLIP_METRICS:  # no token is clipped where every advantage is 0: exactly 0
+            trl_compat.log_metric(trainer, "train", key, 0.0)
         return sum((p * 0).sum() for p in model.parameters() if p.requires_grad)
 
     return trl_compat.hook(trainer, "compute_loss", compute_loss)
