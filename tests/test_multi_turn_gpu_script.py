@@ -54,3 +54,12 @@ def test_gpu_chain_on_cpu_resumes_and_reports(tmp_path, tiny_model_dir):
     assert [c["n"] for c in result["comparisons"]] == [1, 1, 1, 1, 2]
     assert result["models"]["grpo"]["own_tasks"] == 2 and not result["incomplete"]
     assert "| bfcl_multi_turn_base | 1 |" in (results / "rl_multi_turn.md").read_text()
+
+
+def test_report_command_leaves_the_note_texts_out():
+    sys.path.insert(0, str(SCRIPT.parent))
+    import rl_multi_turn_gpu as script
+
+    argv = ["x.py", "report", "--note", "a b", "--work", "w", "--note", "--partial"]
+    assert script.report_command(argv) == "x.py report --work w --note ... (the notes below)"
+    assert script.report_command(["x.py", "report"]) == "x.py report"

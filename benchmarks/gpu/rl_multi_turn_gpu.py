@@ -84,6 +84,18 @@ def primed_side(primed: Path, folder: Path, settings: argparse.Namespace, deadli
         generate([("primed", str(primed))], folder, settings, deadline)
 
 
+def release_gpu_memory() -> None:
+    """Hand this process's cached CUDA blocks back: on the first H200 call the GRPO model's BFCL
+    process ran out of memory at start (the trainer's process still held 56 GB of cache)."""
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 def run(args: argparse.Namespace) -> int:
     from toolrl_lib.envs import make_tasks
     from toolrl_lib.envs.evaluate import write_rows
@@ -125,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
             state["own"][label] = scores
             state["timings"][f"own_{label}_s"] = round(time.time() - t1, 1)
             log(f"own test tasks, {label}: success {scores['success']:.3f} ({len(rows)} tasks)")
+    release_gpu_memory()  # the BFCL subprocesses need the GPU memory this process cached while training
     grpo_side = threading.Thread(target=generate, args=([("grpo", str(run_dir / "last"))], bfcl, settings,
                                                         deadline - 20), daemon=True)
     grpo_side.start()
@@ -186,13 +199,24 @@ def report(args: argparse.Namespace) -> int:
               "models": models, "comparisons": comparisons, "bfcl_rows": rows["primed"] + rows["grpo"],
               "timings": info["timings"], "gpu_calls": info["calls"], "overrides": info["overrides"],
               "bfcl_settings": info["bfcl_settings"], "incomplete": missing,
-              "commands": {"gpu": [c["command"] for c in info["calls"]], "report": " ".join(sys.argv)}}
+              "commands": {"gpu": [c["command"] for c in info["calls"]], "report": report_command(sys.argv)},
+              "notes": args.note}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "rl_multi_turn.json").write_text(json.dumps(result, indent=2, default=str))
     (out / "rl_multi_turn.md").write_text(to_markdown(result, info))
     print(to_markdown(result, info))
     return 0
+
+
+def report_command(argv: list[str]) -> str:
+    """The report's command line without its --note texts (they are printed as notes)."""
+    kept, skip = [], False
+    for arg in argv:
+        if not skip and arg != "--note":
+            kept.append(arg)
+        skip = arg == "--note" and not skip
+    return " ".join(kept) + (" --note ... (the notes below)" if "--note" in argv else "")
 
 
 def to_markdown(result: dict[str, Any], info: dict[str, Any]) -> str:
@@ -223,6 +247,8 @@ def to_markdown(result: dict[str, Any], info: dict[str, Any]) -> str:
               f"GPU timings (s): {json.dumps(info['timings'])}; device calls: "
               f"{json.dumps([c['seconds'] for c in info['calls']])} s", "", "Commands, in order:", ""]
     lines += [f"- GPU: `{c['command']}`" for c in info["calls"]] + [f"- here: `{result['commands']['report']}`"]
+    if result.get("notes"):
+        lines += ["", "Notes:", ""] + [f"- {n}" for n in result["notes"]]
     return "\n".join(lines) + "\n"
 
 
@@ -246,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--archive", default=None)
     p.add_argument("--work", required=True)
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    p.add_argument("--note", action="append", default=[], help="a line for the markdown's notes (repeat)")
     p.add_argument("--partial", action="store_true", help="report even if a model's BFCL run was cut short")
     args = parser.parse_args(argv)
     return run(args) if args.phase == "run" else report(args)

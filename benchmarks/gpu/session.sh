@@ -138,7 +138,7 @@ case "${1:?step}" in
      [ -f /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf ] || bash "$0" model || exit 1
      python3 benchmarks/gpu/rl_multi_turn_gpu.py run --work /tmp/mtrl --out "$OUT" --budget-s "$(left "$S")" \
        ${MTRL_ARGS:-}
-     tail -2 /tmp/mtrl/keep/bfcl/*.log ;;
+     tail -n 2 /tmp/mtrl/keep/bfcl/*.log ;;
   5) S5=${S5:-555}
      if [ "${SIDE:-}" = fit ]; then  # GPU 1: the full profile's fit while GPU 0 trains
        CUDA_VISIBLE_DEVICES=1 python3 benchmarks/gpu/full_profile_fit.py --out "$OUT" \
