@@ -140,11 +140,16 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    loaded = AutoModelForCausalLM.from_pretrained(
-        str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
-    )
-    config = AutoConfig.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    from toolrl_lib.export.gguf_verify import one_parse_per_file
+
+    # one gguf-py parse for the three reads, not five (same weights written; timed in
+    # benchmarks/results/gguf_export_speed.md)
+    with one_parse_per_file():
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        loaded = AutoModelForCausalLM.from_pretrained(
+            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
+        )
+        config = AutoConfig.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     if hasattr(config, "quantization_config"):
         delattr(config, "quantization_config")
     configure_chatml_tokenizer(tokenizer)
