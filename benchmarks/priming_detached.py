@@ -34,13 +34,13 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def paired_ci(a: list[float], b: list[float], n_boot: int = 10_000, seed: int = 0) -> dict[str, float]:
-    """Mean of b - a over paired prompts, with a percentile bootstrap 95% CI."""
+def paired_ci(a: list[float], b: list[float]) -> dict[str, float]:
+    """Mean of b - a over paired prompts, with a percentile bootstrap 95% CI of the differences."""
+    from toolrl_lib.evaluate.stats import bootstrap_ci
+
     diff = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
-    rng = np.random.default_rng(seed)
-    means = diff[rng.integers(0, len(diff), size=(n_boot, len(diff)))].mean(axis=1)
-    low, high = np.quantile(means, [0.025, 0.975])
-    return {"diff": float(diff.mean()), "ci_low": float(low), "ci_high": float(high), "n": len(diff)}
+    low, high = bootstrap_ci(diff)
+    return {"diff": float(diff.mean()), "ci_low": low, "ci_high": high, "n": len(diff)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,13 +52,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "priming_detached"))
     args = parser.parse_args(argv)
 
-    from toolrl_lib.evaluate.mean_at_k import mean_at_k
     from toolrl_lib.models import load_model, load_tokenizer, resolve_model
     from toolrl_lib.train.config import load_run_config
     from toolrl_lib.train.dataset import load_examples
     from toolrl_lib.train.mix import validation_set
     from toolrl_lib.train.priming import prime
     from toolrl_lib.train.run import resolve_family
+    from toolrl_lib.train.run_validation import validation_result
 
     overrides = [f"validation.k={args.k}"]
     if args.rows:
@@ -78,12 +78,8 @@ def main(argv: list[str] | None = None) -> int:
             seconds, cpu = time.perf_counter() - t0, cpu_seconds() - c0
             info = json.loads((primed / "priming.json").read_text())
             val = validation_set(config)
-            v = config.validation
             model = load_model(str(primed), dtype=config.model.dtype, device="cpu").eval()
-            measured = mean_at_k(model, load_tokenizer(str(primed)), val, family, k=v.k,
-                                 schemes=tuple(v.schemes), max_new_tokens=v.max_new_tokens,
-                                 temperature=v.temperature, top_p=v.top_p, batch_size=v.batch_size,
-                                 seed=config.seed)
+            measured = validation_result(config, model, load_tokenizer(str(primed)), val, family)
             del model
             scores = {**measured.scores, **measured.rates(), "per_example": measured.per_example}
             variants[name] = {

@@ -10,17 +10,23 @@ from toolrl_lib.memory import release_memory
 from toolrl_lib.train.config import RunConfig
 
 
-def validation_scores(
-    config: RunConfig, model: Any, tokenizer: Any, examples: list[Any], family: str
-) -> dict[str, float]:
+def validation_result(config: RunConfig, model: Any, tokenizer: Any, examples: list[Any], family: str) -> Any:
+    """``mean_at_k`` with the run's validation settings (a ``MeanAtK``, per-example rows kept)."""
     from toolrl_lib.evaluate.mean_at_k import mean_at_k
 
     v = config.validation
-    result = mean_at_k(
+    return mean_at_k(
         model, tokenizer, examples, family, k=v.k, schemes=tuple(v.schemes),
         max_new_tokens=v.max_new_tokens, temperature=v.temperature, top_p=v.top_p,
         batch_size=v.batch_size, seed=config.seed,
     )
+
+
+def validation_scores(
+    config: RunConfig, model: Any, tokenizer: Any, examples: list[Any], family: str
+) -> dict[str, float]:
+    v = config.validation
+    result = validation_result(config, model, tokenizer, examples, family)
     scores = {**result.scores, **result.rates()}
     from toolrl_lib.evaluate.mean_at_k import kind_scores
 
