@@ -19,13 +19,17 @@ time on work this loop avoids (measured in ``benchmarks/results/workbook_profile
 * rows that finished are dropped from the batch (``generate`` keeps decoding them until the
   last row stops);
 * on CPU, grouped-query attention runs without first copying the key/value heads
-  (``sdpa_gqa`` in ``toolrl_lib.models``; with a padding mask transformers repeats them).
+  (``sdpa_gqa`` in ``toolrl_lib.models``; with a padding mask transformers repeats them);
+* on CPU, a decode step's linear layers read each weight in its stored order, ``W @ x.T``
+  (``toolrl_lib.weight_major_linear``): ~1.4-1.8x faster a step than ``F.linear``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from typing import Any
+
+from toolrl_lib.weight_major_linear import weight_major_linear
 
 
 def batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
@@ -177,9 +181,10 @@ def decode_group(
 ) -> list[list[int]]:
     """New token ids for each prompt's k samples (prompt-major), stop token included: the
     distinct prompts prefilled once, then one forward per token over the rows still running."""
-    if shared_prefix_applies(model):
-        return decode_shared(model, prompt_ids, k, max_new_tokens, sampler, stops, pad_id)
-    return decode_padded(model, prompt_ids, k, max_new_tokens, sampler, stops, pad_id)
+    with weight_major_linear():  # CPU decode steps: W @ x.T (no-op on CUDA and for prefills)
+        if shared_prefix_applies(model):
+            return decode_shared(model, prompt_ids, k, max_new_tokens, sampler, stops, pad_id)
+        return decode_padded(model, prompt_ids, k, max_new_tokens, sampler, stops, pad_id)
 
 
 def decode_padded(
