@@ -12,12 +12,16 @@ script measures, side by side in one run, with the smoke config's model and data
    math kernel and an explicit softmax;
 3. one decode step's linear layers at the GRPO batch (8 rows) with the weights out of cache (one
    copy per layer, as in the model): ``F.linear`` (what runs), ``W @ x.T`` and oneDNN-packed
-   weights, against the floor of reading the weights once at this machine's read bandwidth.
+   weights, against the floor of reading the weights once at this machine's read bandwidth;
+4. the library's ``generate`` (what validations and GRPO rollouts call) with its decode steps on
+   ``F.linear`` (``weight_major_linear.MAX_ROWS = 0``) and on ``W @ x.T`` (``MAX_ROWS = 128``),
+   at the GRPO and the validation settings of the smoke config, same seed; which of the two the
+   library uses on this machine is recorded (``W @ x.T`` except on Intel CPUs).
 
-Writes ``<out>/cpu_floor.{json,md}``. The machine may be shared: each figure is the fastest
+Writes ``<out>/<name>.{json,md}`` (``--name``: one file per kind of machine). The machine may be shared: each figure is the fastest
 of ``--rounds`` (all rounds are in the JSON).
 
-    python benchmarks/cpu_floor.py --out benchmarks/results
+    python benchmarks/cpu_floor.py --out benchmarks/results --name cpu_floor_xeon
 """
 
 from __future__ import annotations
@@ -232,12 +236,72 @@ def decode_table(d: dict[str, Any]) -> list[str]:
     ]
 
 
+def generate_variants(config_path: str, rounds: int) -> list[dict[str, Any]]:
+    """Seconds of ``generate`` at the smoke GRPO and validation settings, F.linear vs W @ x.T."""
+    from toolrl_lib import weight_major_linear
+    from toolrl_lib.generation import generate
+    from toolrl_lib.models import load_model, load_tokenizer, resolve_model
+    from toolrl_lib.prompts import get_adapter
+    from toolrl_lib.train.config import load_run_config
+    from toolrl_lib.train.dataset import load_examples, validation_subset
+
+    config = load_run_config(config_path, check=False)
+    base = resolve_model(config.model.name)
+    tokenizer, model = load_tokenizer(base), load_model(base, dtype="fp32", device="cpu")
+    adapter = get_adapter(config.model.family)
+    train = load_examples(config.data.train_files, config.data.max_train_examples, seed=config.seed, shuffle=True)
+    val = validation_subset(load_examples(config.data.val_files, None, seed=config.seed, shuffle=False),
+                            config.validation.num_examples)
+    g, v = config.grpo, config.validation
+    settings = [
+        ("GRPO rollout", train[:2], dict(max_new_tokens=g.max_completion_length, temperature=g.temperature,
+                                         num_return_sequences=g.num_generations,
+                                         batch_size=2 * g.num_generations)),
+        ("validation", val, dict(max_new_tokens=v.max_new_tokens, temperature=v.temperature,
+                                 num_return_sequences=v.k, batch_size=v.batch_size)),
+    ]
+    default_rows = weight_major_linear.MAX_ROWS
+    generate(model, tokenizer, [adapter.render_prompt(train[0], tokenizer)], max_new_tokens=4)  # warm-up
+    results = []
+    for name, examples, kwargs in settings:
+        prompts = [adapter.render_prompt(e, tokenizer) for e in examples]
+        row: dict[str, Any] = {"setting": name, "prompts": len(prompts), **kwargs}
+        outputs = {}
+        times: dict[str, list[float]] = {"F.linear": [], "W @ x.T": []}
+        try:
+            for _ in range(rounds):  # the two variants alternate, so drift on the box hits both
+                for variant, rows in (("F.linear", 0), ("W @ x.T", 128)):
+                    weight_major_linear.MAX_ROWS = rows
+                    start = time.perf_counter()
+                    outputs[variant] = generate(model, tokenizer, prompts, do_sample=True, seed=config.seed, **kwargs)
+                    times[variant].append(round(time.perf_counter() - start, 2))
+        finally:
+            weight_major_linear.MAX_ROWS = default_rows
+        row["variants"] = {variant: {"seconds": min(t), "rounds": t} for variant, t in times.items()}
+        pairs = [(a, b) for pa, pb in zip(*outputs.values(), strict=True) for a, b in zip(pa, pb, strict=True)]
+        row["identical_completions"] = sum(a == b for a, b in pairs) / len(pairs)
+        results.append(row)
+    return results
+
+
+def cpu_model() -> str:
+    """The CPU's model name (Linux), else the platform's processor string."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def markdown(result: dict[str, Any]) -> str:
     p, a = result["priming"], result["attention"]
     lines = [
         "# CPU floor of the smoke workbook's two remaining costs",
         "",
-        f"{result['cpus']} CPU(s), torch {result['torch']}, threads {result['threads']}; "
+        f"{result['cpus']} CPU(s) ({result['cpu_model']}), torch {result['torch']}, threads {result['threads']}; "
         f"`{result['command']}`; fastest of {result['rounds']} rounds.",
         "",
         f"## Priming: {p['rows']} rows of ~{p['mean_tokens']:.0f} tokens "
@@ -255,6 +319,17 @@ def markdown(result: dict[str, Any]) -> str:
         *[f"| {name} | {v['ms_per_layer']} | {v['max_abs_diff']:.1e} |" for name, v in a.items()],
         "",
         *[line for d in result["decode"] for line in decode_table(d)],
+        "## The library's `generate`, decode steps on F.linear vs W @ x.T (same seed)",
+        "",
+        f"The library decodes with {result['library_decode']} on this CPU "
+        "(`toolrl_lib/weight_major_linear.py`: W @ x.T except on Intel CPUs).",
+        "",
+        "| setting | prompts x samples, max new tokens | F.linear s | W @ x.T s | identical completions |",
+        "| --- | --- | --- | --- | --- |",
+        *[f"| {r['setting']} | {r['prompts']} x {r['num_return_sequences']}, {r['max_new_tokens']} | "
+          f"{r['variants']['F.linear']['seconds']} | {r['variants']['W @ x.T']['seconds']} | "
+          f"{r['identical_completions']:.0%} |" for r in result["generate"]],
+        "",
         "",
     ]
     return "\n".join(lines)
@@ -267,9 +342,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--decode-rows", type=int, nargs="+", default=[8, 80],
                         help="decode batches (GRPO: 2 prompts x 4; validation: 40 prompts x 2)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--generate-rounds", type=int, default=2, help="rounds of each generate() setting")
     parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--name", default="cpu_floor", help="output file stem (one per machine kind)")
     args = parser.parse_args(argv)
     import torch
+
+    from toolrl_lib import weight_major_linear
 
     peft_model, cfg, rows = priming_rows(args.config, args.rows)
     priming = priming_breakdown(peft_model, rows, args.rounds)
@@ -277,16 +356,19 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "command": "python benchmarks/cpu_floor.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "cpus": os.cpu_count(), "threads": torch.get_num_threads(), "torch": torch.__version__,
-        "machine": platform.processor() or platform.machine(), "rounds": args.rounds,
+        "machine": platform.processor() or platform.machine(), "cpu_model": cpu_model(),
+        "library_decode": "F.linear" if weight_major_linear.intel_cpu() else "W @ x.T",
+        "rounds": args.rounds,
         "priming": priming,
         "plain_matmul_gflops_per_s": plain_matmul_rate(tokens, cfg.hidden_size, cfg.intermediate_size, args.rounds),
         "attention": attention_variants(cfg, tokens, args.rounds),
         "decode": [decode_variants(cfg, rows, args.rounds) for rows in args.decode_rows],
+        "generate": generate_variants(args.config, args.generate_rounds),
     }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "cpu_floor.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    (out / "cpu_floor.md").write_text(markdown(result), encoding="utf-8")
+    (out / f"{args.name}.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    (out / f"{args.name}.md").write_text(markdown(result), encoding="utf-8")
     print(markdown(result))
     return 0
 

@@ -21,6 +21,7 @@ def test_weight_major_equals_linear(shape: tuple[int, ...], bias: bool) -> None:
 
 def test_context_takes_the_path_only_for_small_inference_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     torch.manual_seed(0)
+    monkeypatch.setattr(wml, "MAX_ROWS", 128)  # the non-Intel default (0 on Intel: never)
     layer = torch.nn.Linear(32, 16)
     calls = []
     monkeypatch.setattr(wml, "weight_major", lambda w, x, b=None: calls.append(x.shape) or torch.zeros(1))
@@ -51,14 +52,29 @@ def test_context_restores_linear_and_is_reentrant() -> None:
     assert torch.nn.Linear.forward is original
 
 
-def test_decode_step_logits_match_linear_on_a_tiny_model() -> None:
+def test_decode_step_logits_match_linear_on_a_tiny_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = wml.weight_major
     from toolrl_lib.models import make_tiny_model
 
     model, _ = make_tiny_model(seed=1, hidden_size=64)
     model.eval()
+    calls = []
+    monkeypatch.setattr(wml, "MAX_ROWS", 128)
+    monkeypatch.setattr(wml, "weight_major", lambda *a: calls.append(1) or original(*a))
     ids = torch.randint(3, 200, (8, 5))
     with torch.inference_mode():
         reference = model(input_ids=ids).logits
         with wml.weight_major_linear():
             logits = model(input_ids=ids).logits
+    assert calls  # the path was taken
     torch.testing.assert_close(logits, reference, atol=1e-5, rtol=1e-5)
+
+
+
+def test_intel_cpu_reads_the_vendor(tmp_path) -> None:
+    intel, amd = tmp_path / "intel", tmp_path / "amd"
+    intel.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Xeon\n")
+    amd.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: EPYC GenuineIntel-like\n")
+    assert wml.intel_cpu(str(intel)) and not wml.intel_cpu(str(amd))
+    assert not wml.intel_cpu(str(tmp_path / "missing"))
+    assert (0 if wml.intel_cpu() else 128) == wml.MAX_ROWS

@@ -2,11 +2,17 @@
 
 At a decode step every linear layer multiplies a few rows by a weight that comes from memory.
 ``F.linear(x, W)`` (MKL's ``x @ W.T``) walks the row-major weight against its grain;
-``W @ x.T`` walks it in its stored order. On the 2-core box a step's linear layers took
+``W @ x.T`` walks it in its stored order. On a 2-core AMD EPYC a step's linear layers took
 43 instead of 76 ms at 8 rows and 143 instead of 203 ms at 80 rows
-(``benchmarks/cpu_floor.py``). The products are the same, summed in another order
+(``benchmarks/results/cpu_floor_epyc.md``). The products are the same, summed in another order
 (differences ~1e-6 in the logits). Only inference on fp32 CPU tensors with at most
 ``MAX_ROWS`` rows takes this path; training, CUDA and long prefills keep ``F.linear``.
+
+It is a gain only where MKL's ``x @ W.T`` is slow. The figures above are from an AMD EPYC
+(MKL's generic, non-Intel code path), where the library's whole 8-row GRPO decode also ran
+~1.9x faster. On an Intel Xeon (AVX-512, MKL's own path) neither the layers alone nor the
+library's ``generate`` were faster with it (``benchmarks/results/cpu_floor_xeon.md``: 13.0
+vs 12.2 s a GRPO rollout, 74 vs 64 s a validation), so on Intel CPUs ``MAX_ROWS`` is 0.
 """
 
 from __future__ import annotations
@@ -15,7 +21,19 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-MAX_ROWS = 128  # measured faster at 8 and 80 rows; a ~450-token prefill keeps F.linear
+
+def intel_cpu(cpuinfo_path: str = "/proc/cpuinfo") -> bool:
+    """Whether this (Linux) CPU reports Intel as its vendor; False where that cannot be read."""
+    try:
+        with open(cpuinfo_path, encoding="utf-8") as cpuinfo:
+            return any(line.startswith("vendor_id") and "GenuineIntel" in line for line in cpuinfo)
+    except OSError:
+        return False
+
+
+# At most this many rows take ``W @ x.T``: measured faster at 8 and 80 rows off Intel; a
+# ~450-token prefill keeps F.linear. 0 (never) on Intel CPUs, where it was not faster.
+MAX_ROWS = 0 if intel_cpu() else 128
 
 
 def weight_major(weight: Any, x: Any, bias: Any = None) -> Any:
