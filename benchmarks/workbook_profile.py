@@ -15,6 +15,9 @@ and "after" come from one script on one box:
     python benchmarks/workbook_profile.py --label after           # on the new one
     python benchmarks/workbook_profile.py --only 03 --label after-03
     python benchmarks/workbook_profile.py --table                 # rewrite the .md only
+
+The reading of the runs is prose in ``workbook_profile.notes.md``, appended below the table
+each time the markdown is written (so a new run never drops it).
 """
 
 from __future__ import annotations
@@ -124,7 +127,8 @@ def profile(only: list[str], interval: float, workdir: Path) -> dict[str, Any]:
     }
 
 
-def markdown(runs: dict[str, dict[str, Any]]) -> str:
+def markdown(runs: dict[str, dict[str, Any]], notes: str = "") -> str:
+    """The side-by-side table; ``notes`` (the hand-written reading of the runs) goes below it."""
     labels = list(runs)
     lines = ["# Smoke workbook profile", "",
              "Seconds and peak RSS (largest single process, GiB) per notebook and stage, one column",
@@ -158,6 +162,8 @@ def markdown(runs: dict[str, dict[str, Any]]) -> str:
     lines += ["", "Reproduce: `git checkout <commit>`, `bash scripts/bootstrap.sh`, then",
               "`.venv/bin/python benchmarks/workbook_profile.py --label <label>` (add `--only 03` for one",
               "notebook). The seconds include the kernels' start and the workbook's own set-up.", ""]
+    if notes.strip():
+        lines += [notes.strip("\n"), ""]
     return "\n".join(lines)
 
 
@@ -176,7 +182,10 @@ def main(argv: list[str] | None = None) -> int:
         stored[args.label] = profile(args.only, args.interval, workdir)
         args.results.parent.mkdir(parents=True, exist_ok=True)
         args.results.write_text(json.dumps(stored, indent=2) + "\n", encoding="utf-8")
-    args.results.with_suffix(".md").write_text(markdown(stored), encoding="utf-8")
+    # What each run showed is written by hand in <results>.notes.md; regenerating keeps it.
+    notes_file = args.results.with_suffix(".notes.md")
+    notes = notes_file.read_text(encoding="utf-8") if notes_file.is_file() else ""
+    args.results.with_suffix(".md").write_text(markdown(stored, notes), encoding="utf-8")
     print(args.results.with_suffix(".md").read_text(encoding="utf-8"))
     return 0 if all(r["returncode"] == 0 for r in stored.values()) else 1
 
