@@ -14,7 +14,7 @@ script measures, side by side in one run, with the smoke config's model and data
    copy per layer, as in the model): ``F.linear`` (what runs), ``W @ x.T`` and oneDNN-packed
    weights, against the floor of reading the weights once at this machine's read bandwidth;
 4. the library's ``generate`` (what validations and GRPO rollouts call) with its decode steps on
-   ``F.linear`` (``weight_major_linear.MAX_ROWS = 0``) and on ``W @ x.T`` (``MAX_ROWS = 128``),
+   ``F.linear`` (``weight_major_linear.MAX_ROWS = 0``) and on ``W @ x.T`` (``WEIGHT_MAJOR_ROWS``),
    at the GRPO and the validation settings of the smoke config, same seed; which of the two the
    library uses on this machine is recorded (``W @ x.T`` except on Intel CPUs).
 
@@ -270,7 +270,7 @@ def generate_variants(config_path: str, rounds: int) -> list[dict[str, Any]]:
         times: dict[str, list[float]] = {"F.linear": [], "W @ x.T": []}
         try:
             for _ in range(rounds):  # the two variants alternate, so drift on the box hits both
-                for variant, rows in (("F.linear", 0), ("W @ x.T", 128)):
+                for variant, rows in (("F.linear", 0), ("W @ x.T", weight_major_linear.WEIGHT_MAJOR_ROWS)):
                     weight_major_linear.MAX_ROWS = rows
                     start = time.perf_counter()
                     outputs[variant] = generate(model, tokenizer, prompts, do_sample=True, seed=config.seed, **kwargs)
@@ -357,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python benchmarks/cpu_floor.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "cpus": os.cpu_count(), "threads": torch.get_num_threads(), "torch": torch.__version__,
         "machine": platform.processor() or platform.machine(), "cpu_model": cpu_model(),
-        "library_decode": "F.linear" if weight_major_linear.intel_cpu() else "W @ x.T",
+        "library_decode": "W @ x.T" if weight_major_linear.MAX_ROWS else "F.linear",
         "rounds": args.rounds,
         "priming": priming,
         "plain_matmul_gflops_per_s": plain_matmul_rate(tokens, cfg.hidden_size, cfg.intermediate_size, args.rounds),

@@ -21,7 +21,7 @@ def test_weight_major_equals_linear(shape: tuple[int, ...], bias: bool) -> None:
 
 def test_context_takes_the_path_only_for_small_inference_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     torch.manual_seed(0)
-    monkeypatch.setattr(wml, "MAX_ROWS", 128)  # the non-Intel default (0 on Intel: never)
+    monkeypatch.setattr(wml, "MAX_ROWS", wml.WEIGHT_MAJOR_ROWS)  # the non-Intel default (0 on Intel)
     layer = torch.nn.Linear(32, 16)
     calls = []
     monkeypatch.setattr(wml, "weight_major", lambda w, x, b=None: calls.append(x.shape) or torch.zeros(1))
@@ -38,7 +38,8 @@ def test_context_takes_the_path_only_for_small_inference_batches(monkeypatch: py
             assert len(calls) == 1
 
 
-def test_context_restores_linear_and_is_reentrant() -> None:
+def test_context_restores_linear_and_is_reentrant(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wml, "MAX_ROWS", wml.WEIGHT_MAJOR_ROWS)
     original = torch.nn.Linear.forward
     with wml.weight_major_linear():
         patched = torch.nn.Linear.forward
@@ -59,7 +60,7 @@ def test_decode_step_logits_match_linear_on_a_tiny_model(monkeypatch: pytest.Mon
     model, _ = make_tiny_model(seed=1, hidden_size=64)
     model.eval()
     calls = []
-    monkeypatch.setattr(wml, "MAX_ROWS", 128)
+    monkeypatch.setattr(wml, "MAX_ROWS", wml.WEIGHT_MAJOR_ROWS)
     monkeypatch.setattr(wml, "weight_major", lambda *a: calls.append(1) or original(*a))
     ids = torch.randint(3, 200, (8, 5))
     with torch.inference_mode():
@@ -69,6 +70,12 @@ def test_decode_step_logits_match_linear_on_a_tiny_model(monkeypatch: pytest.Mon
     assert calls  # the path was taken
     torch.testing.assert_close(logits, reference, atol=1e-5, rtol=1e-5)
 
+
+def test_context_patches_nothing_when_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wml, "MAX_ROWS", 0)  # Intel CPUs
+    original = torch.nn.Linear.forward
+    with wml.weight_major_linear():
+        assert torch.nn.Linear.forward is original
 
 
 def test_intel_cpu_reads_the_vendor(tmp_path) -> None:

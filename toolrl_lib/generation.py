@@ -20,8 +20,9 @@ time on work this loop avoids (measured in ``benchmarks/results/workbook_profile
   last row stops);
 * on CPU, grouped-query attention runs without first copying the key/value heads
   (``sdpa_gqa`` in ``toolrl_lib.models``; with a padding mask transformers repeats them);
-* on CPU, a decode step's linear layers read each weight in its stored order, ``W @ x.T``
-  (``toolrl_lib.weight_major_linear``): ~1.4-1.8x faster a step than ``F.linear``.
+* on a non-Intel CPU, a decode step's linear layers read each weight in its stored order,
+  ``W @ x.T`` (``toolrl_lib.weight_major_linear``): 1.4-1.8x faster a step than ``F.linear``
+  on an AMD EPYC, not faster on an Intel Xeon (where it is off).
 """
 
 from __future__ import annotations
@@ -181,7 +182,7 @@ def decode_group(
 ) -> list[list[int]]:
     """New token ids for each prompt's k samples (prompt-major), stop token included: the
     distinct prompts prefilled once, then one forward per token over the rows still running."""
-    with weight_major_linear():  # CPU decode steps: W @ x.T (no-op on CUDA and for prefills)
+    with weight_major_linear():  # CPU decode steps off Intel: W @ x.T (not CUDA, not prefills)
         if shared_prefix_applies(model):
             return decode_shared(model, prompt_ids, k, max_new_tokens, sampler, stops, pad_id)
         return decode_padded(model, prompt_ids, k, max_new_tokens, sampler, stops, pad_id)

@@ -33,7 +33,8 @@ def intel_cpu(cpuinfo_path: str = "/proc/cpuinfo") -> bool:
 
 # At most this many rows take ``W @ x.T``: measured faster at 8 and 80 rows off Intel; a
 # ~450-token prefill keeps F.linear. 0 (never) on Intel CPUs, where it was not faster.
-MAX_ROWS = 0 if intel_cpu() else 128
+WEIGHT_MAJOR_ROWS = 128
+MAX_ROWS = 0 if intel_cpu() else WEIGHT_MAJOR_ROWS
 
 
 def weight_major(weight: Any, x: Any, bias: Any = None) -> Any:
@@ -61,11 +62,12 @@ def applies(weight: Any, x: Any) -> bool:
 
 @contextlib.contextmanager
 def weight_major_linear() -> Iterator[None]:
-    """Within the body, ``nn.Linear`` uses ``weight_major`` where ``applies`` (re-entrant)."""
+    """Within the body, ``nn.Linear`` uses ``weight_major`` where ``applies`` (re-entrant).
+    With ``MAX_ROWS`` 0 (Intel CPUs) nothing is patched: no per-layer check on the hot path."""
     import torch
 
     original = torch.nn.Linear.forward
-    if getattr(original, "_weight_major", False):  # already inside
+    if MAX_ROWS <= 0 or getattr(original, "_weight_major", False):  # off, or already inside
         yield
         return
 
