@@ -175,3 +175,24 @@ def test_shared_prefix_attention_equals_softmax_over_prompt_and_new_tokens():
         weights = torch.softmax(torch.einsum("hd,hld->hl", query[row, :, 0], keys) * dim ** -0.5, -1)
         expected = torch.einsum("hl,hld->hd", weights, values)
         assert torch.allclose(got[row, 0], expected, atol=1e-5)
+
+
+def test_fused_attention_with_lse_matches_the_explicit_softmax_with_padding():
+    """The CPU flash kernel's output and log-sum-exp (what joins the prefix and suffix parts)
+    equal the explicit softmax's, with left padding masked to -inf, and with a key tensor that
+    is a view into a larger buffer (the suffix cache's)."""
+    import torch
+
+    from toolrl_lib.prefix_cache import attend_with_lse
+
+    torch.manual_seed(0)
+    query = torch.randn(3, 2, 6, 8)
+    keys_buffer, values = torch.randn(3, 2, 9, 8), torch.randn(3, 2, 7, 8)
+    keys = keys_buffer[:, :, :7]
+    bias = torch.zeros(3, 1, 1, 7)
+    bias[0, ..., :4] = float("-inf")  # prompt 0 is 3 tokens long, left-padded to 7
+    out, lse = attend_with_lse(query, keys, values, 0.3, bias)
+    scores = query @ keys.transpose(-1, -2) * 0.3 + bias
+    assert torch.allclose(out, scores.softmax(-1) @ values, atol=1e-5)
+    assert torch.allclose(lse, scores.logsumexp(-1), atol=1e-5)
+    assert torch.isfinite(out).all()

@@ -142,12 +142,43 @@ def keep_rows(cache: Any, keep: Any) -> None:
             layer.keep(keep, prompts if len(prompts) < before else None)
 
 
+def attend_with_lse(query: Any, key: Any, value: Any, scaling: float, bias: Any = None) -> tuple[Any, Any]:
+    """Softmax attention of ``query`` (batch, heads, q, dim) over ``key``/``value`` (batch,
+    heads, len, dim) and its log-sum-exp (batch, heads, q), so two parts of one softmax can
+    be joined. On a CPU this is PyTorch's fused flash kernel (one pass over the keys and
+    values, no score tensor written out); elsewhere the explicit product and softmax.
+    ``bias`` is an additive mask broadcastable to (batch, heads, q, len).
+
+    >>> import torch
+    >>> q, k, v = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 5, 8), torch.randn(2, 3, 5, 8)
+    >>> out, lse = attend_with_lse(q, k, v, 8 ** -0.5)
+    >>> scores = q @ k.transpose(-1, -2) * 8 ** -0.5
+    >>> bool(torch.allclose(out, scores.softmax(-1) @ v, atol=1e-5))
+    True
+    >>> bool(torch.allclose(lse, scores.logsumexp(-1), atol=1e-5))
+    True
+    """
+    import torch
+
+    if query.device.type == "cpu" and query.dtype in (torch.float32, torch.float64):
+        mask = None if bias is None else bias.expand(*query.shape[:-1], key.shape[-2])
+        return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            query, key, value, 0.0, False, attn_mask=mask, scale=scaling)
+    scores = torch.matmul(query, key.transpose(-1, -2)) * scaling
+    if bias is not None:
+        scores = scores + bias
+    lse = torch.logsumexp(scores, dim=-1)
+    return torch.matmul(torch.exp(scores - lse.unsqueeze(-1)), value), lse
+
+
 def decode_attention(query: Any, layer: Any, state: SharedPrefixState, scaling: float) -> Any:
     """Attention of one new token per row over its prompt's prefix and its own suffix.
 
     ``query``: (rows, query heads, 1, dim). Query heads are grouped by key/value head as in
-    transformers' ``repeat_kv`` (head h reads key/value head h // group). Returns
-    (rows, 1, query heads, dim), the layout attention functions hand back."""
+    transformers' ``repeat_kv`` (head h reads key/value head h // group). Each part is one
+    fused attention with its log-sum-exp (``attend_with_lse``); the two are joined with the
+    log-sum-exp rule. Returns (rows, 1, query heads, dim), the layout attention functions
+    hand back."""
     import torch
 
     rows, q_heads, _, dim = query.shape
@@ -158,26 +189,17 @@ def decode_attention(query: Any, layer: Any, state: SharedPrefixState, scaling: 
     grid = q.new_zeros((prompts * k, kv_heads, group, dim))
     grid[state.slots] = q
     grid = grid.view(prompts, k, kv_heads, group, dim).transpose(1, 2).reshape(prompts, kv_heads, k * group, dim)
-    scores = torch.matmul(grid, layer.prefix_k.transpose(-1, -2)) * scaling
-    scores = scores + state.prefix_bias(scores.dtype)[:, None, None, :]
-    p_max = scores.amax(-1, keepdim=True)
-    weights = torch.exp(scores - p_max)
-    p_sum = weights.sum(-1, keepdim=True)
-    p_out = torch.matmul(weights, layer.prefix_v)
+    p_out, p_lse = attend_with_lse(grid, layer.prefix_k, layer.prefix_v, scaling,
+                                   state.prefix_bias(grid.dtype)[:, None, None, :])
 
     def to_rows(t: Any) -> Any:  # (prompts, kv, k*group, x) -> (rows, kv, group, x)
         x = t.shape[-1]
-        return t.view(prompts, kv_heads, k, group, x).transpose(1, 2).reshape(prompts * k, kv_heads, group, x)[state.slots]
+        return t.reshape(prompts, kv_heads, k, group, x).transpose(1, 2).reshape(prompts * k, kv_heads, group, x)[state.slots]
 
-    p_max, p_sum, p_out = to_rows(p_max), to_rows(p_sum), to_rows(p_out)
-    s_scores = torch.matmul(q, layer.keys.transpose(-1, -2)) * scaling  # (rows, kv, group, steps)
-    s_max = s_scores.amax(-1, keepdim=True)
-    s_weights = torch.exp(s_scores - s_max)
-    s_sum = s_weights.sum(-1, keepdim=True)
-    s_out = torch.matmul(s_weights, layer.values)
-    top = torch.maximum(p_max, s_max)
-    a, b = torch.exp(p_max - top), torch.exp(s_max - top)
-    out = (p_out * a + s_out * b) / (p_sum * a + s_sum * b)
+    p_out, p_lse = to_rows(p_out), to_rows(p_lse.unsqueeze(-1))
+    s_out, s_lse = attend_with_lse(q, layer.keys, layer.values, scaling)  # (rows, kv, group, ...)
+    prefix_share = torch.sigmoid(p_lse - s_lse.unsqueeze(-1))  # e^p / (e^p + e^s)
+    out = s_out + prefix_share * (p_out - s_out)
     return out.reshape(rows, q_heads, dim).unsqueeze(1)
 
 

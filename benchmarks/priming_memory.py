@@ -1,0 +1,101 @@
+"""Format priming's peak memory on glibc's heap vs with every large block mapped (issue 26).
+
+Priming runs one row at a time and the rows differ in length, so glibc's heap keeps freed
+activation blocks of many sizes resident (its mmap threshold moves up to 32 MiB once such a
+block is freed). Pinning the threshold at 256 KiB (``mallopt(M_MMAP_THRESHOLD)``) makes each
+block its own mapping, returned when freed. This script primes the smoke config's model on its
+first rows once per variant, each in a fresh process (alternating), and records the process's
+peak RSS, seconds per row and the losses (which must be identical). The result decided against
+it: less memory, but every block faulted in anew costs more time than the workbook can spare.
+
+    python benchmarks/priming_memory.py --out benchmarks/results
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+VARIANTS = ("glibc heap (what runs)", "blocks >= 256 KiB mapped")
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter (malloc.h)
+
+
+def child(variant: str, config_path: str, steps: int, out_dir: str) -> dict[str, Any]:
+    """One priming run in this process; ``variant`` picks the allocator setting."""
+    from toolrl_lib.models import resolve_model
+    from toolrl_lib.train import priming
+    from toolrl_lib.train.config import load_run_config
+    from toolrl_lib.train.dataset import load_examples
+
+    if variant == VARIANTS[1]:
+        ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, 256 * 1024)
+    config = load_run_config(config_path, [f"priming.max_steps={steps}"], check=False)
+    rows = steps * config.priming.batch_size * config.priming.gradient_accumulation_steps
+    config = load_run_config(config_path, [f"priming.max_steps={steps}", f"priming.num_examples={rows}"],
+                             check=False)
+    examples = load_examples(config.data.train_files, config.data.max_train_examples, seed=config.seed, shuffle=True)
+    start = time.perf_counter()
+    folder = priming.prime(config, resolve_model(config.model.name), examples, config.model.family,
+                           Path(out_dir) / "primed", "cpu")
+    seconds = time.perf_counter() - start
+    info = json.loads((folder / priming.PRIMING_MARKER).read_text(encoding="utf-8"))
+    return {"variant": variant, "rows": rows, "seconds_per_row": round(info["seconds"] / rows, 3),
+            "seconds_with_load_and_save": round(seconds, 1), "losses": info["losses"],
+            "peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3)}
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = ["# Priming's peak memory: glibc's heap vs large blocks mapped", "",
+             f"{result['cpus']} CPU(s) ({result['cpu_model']}); `{result['command']}`; smoke priming on its "
+             f"first {result['runs'][0]['rows']} rows, each run a fresh process, variants alternating.", "",
+             "| variant | round | peak RSS GiB | s / row | losses identical to the first run |",
+             "| --- | --- | --- | --- | --- |"]
+    first = result["runs"][0]["losses"]
+    for run in result["runs"]:
+        lines.append(f"| {run['variant']} | {run['round']} | {run['peak_rss_gib']} | {run['seconds_per_row']} | "
+                     f"{'yes' if run['losses'] == first else 'no'} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", default="configs/smoke.yaml")
+    parser.add_argument("--steps", type=int, default=4, help="priming steps (rows = steps x 4)")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        with tempfile.TemporaryDirectory() as tmp:
+            print(json.dumps(child(args.child, args.config, args.steps, tmp)))
+        return 0
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from cpu_floor import cpu_model
+
+    runs = []
+    for round_ in range(args.rounds):
+        for variant in VARIANTS:
+            done = subprocess.run([sys.executable, __file__, "--child", variant, "--config", args.config,
+                                   "--steps", str(args.steps)], capture_output=True, text=True, check=True)
+            runs.append({**json.loads(done.stdout.strip().splitlines()[-1]), "round": round_ + 1})
+    result = {"command": "python benchmarks/priming_memory.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+              "cpus": os.cpu_count(), "cpu_model": cpu_model(), "runs": runs}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "priming_memory.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    (out / "priming_memory.md").write_text(markdown(result), encoding="utf-8")
+    print(markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
