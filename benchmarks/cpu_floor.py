@@ -236,9 +236,9 @@ def decode_table(d: dict[str, Any]) -> list[str]:
     ]
 
 
-def generate_variants(config_path: str, rounds: int) -> list[dict[str, Any]]:
-    """Seconds of ``generate`` at the smoke GRPO and validation settings, F.linear vs W @ x.T."""
-    from toolrl_lib import weight_major_linear
+def generate_settings(config_path: str, val_prompts: int | None = None) -> tuple[Any, Any, Any, list[tuple[str, list[str], dict[str, Any]]]]:
+    """The smoke config's model and tokenizer (warmed up), its seed, and the two ``generate``
+    settings both decode benchmarks time: (name, rendered prompts, generate kwargs)."""
     from toolrl_lib.generation import generate
     from toolrl_lib.models import load_model, load_tokenizer, resolve_model
     from toolrl_lib.prompts import get_adapter
@@ -251,7 +251,7 @@ def generate_variants(config_path: str, rounds: int) -> list[dict[str, Any]]:
     adapter = get_adapter(config.model.family)
     train = load_examples(config.data.train_files, config.data.max_train_examples, seed=config.seed, shuffle=True)
     val = validation_subset(load_examples(config.data.val_files, None, seed=config.seed, shuffle=False),
-                            config.validation.num_examples)
+                            config.validation.num_examples)[:val_prompts]
     g, v = config.grpo, config.validation
     settings = [
         ("GRPO rollout", train[:2], dict(max_new_tokens=g.max_completion_length, temperature=g.temperature,
@@ -260,11 +260,21 @@ def generate_variants(config_path: str, rounds: int) -> list[dict[str, Any]]:
         ("validation", val, dict(max_new_tokens=v.max_new_tokens, temperature=v.temperature,
                                  num_return_sequences=v.k, batch_size=v.batch_size)),
     ]
-    default_rows = weight_major_linear.MAX_ROWS
     generate(model, tokenizer, [adapter.render_prompt(train[0], tokenizer)], max_new_tokens=4)  # warm-up
+    rendered = [(name, [adapter.render_prompt(e, tokenizer) for e in examples], kwargs)
+                for name, examples, kwargs in settings]
+    return model, tokenizer, config.seed, rendered
+
+
+def generate_variants(config_path: str, rounds: int) -> list[dict[str, Any]]:
+    """Seconds of ``generate`` at the smoke GRPO and validation settings, F.linear vs W @ x.T."""
+    from toolrl_lib import weight_major_linear
+    from toolrl_lib.generation import generate
+
+    model, tokenizer, seed, settings = generate_settings(config_path)
+    default_rows = weight_major_linear.MAX_ROWS
     results = []
-    for name, examples, kwargs in settings:
-        prompts = [adapter.render_prompt(e, tokenizer) for e in examples]
+    for name, prompts, kwargs in settings:
         row: dict[str, Any] = {"setting": name, "prompts": len(prompts), **kwargs}
         outputs = {}
         times: dict[str, list[float]] = {"F.linear": [], "W @ x.T": []}
@@ -273,7 +283,7 @@ def generate_variants(config_path: str, rounds: int) -> list[dict[str, Any]]:
                 for variant, rows in (("F.linear", 0), ("W @ x.T", weight_major_linear.WEIGHT_MAJOR_ROWS)):
                     weight_major_linear.MAX_ROWS = rows
                     start = time.perf_counter()
-                    outputs[variant] = generate(model, tokenizer, prompts, do_sample=True, seed=config.seed, **kwargs)
+                    outputs[variant] = generate(model, tokenizer, prompts, do_sample=True, seed=seed, **kwargs)
                     times[variant].append(round(time.perf_counter() - start, 2))
         finally:
             weight_major_linear.MAX_ROWS = default_rows

@@ -22,54 +22,25 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu_floor import cpu_model  # noqa: E402
-
-
-def explicit_attend(query: Any, key: Any, value: Any, scaling: float, bias: Any = None) -> tuple[Any, Any]:
-    """The explicit variant: scores, log-sum-exp and weights written out as tensors."""
-    import torch
-
-    scores = torch.matmul(query, key.transpose(-1, -2)) * scaling
-    if bias is not None:
-        scores = scores + bias
-    lse = torch.logsumexp(scores, dim=-1)
-    return torch.matmul(torch.exp(scores - lse.unsqueeze(-1)), value), lse
+from cpu_floor import cpu_model, generate_settings  # noqa: E402
 
 
 def run(config_path: str, rounds: int, val_prompts: int | None) -> list[dict[str, Any]]:
     from toolrl_lib import prefix_cache
     from toolrl_lib.generation import generate
-    from toolrl_lib.models import load_model, load_tokenizer, resolve_model
-    from toolrl_lib.prompts import get_adapter
-    from toolrl_lib.train.config import load_run_config
-    from toolrl_lib.train.dataset import load_examples, validation_subset
 
-    config = load_run_config(config_path, check=False)
-    base = resolve_model(config.model.name)
-    tokenizer, model = load_tokenizer(base), load_model(base, dtype="fp32", device="cpu")
-    adapter = get_adapter(config.model.family)
-    train = load_examples(config.data.train_files, config.data.max_train_examples, seed=config.seed, shuffle=True)
-    val = validation_subset(load_examples(config.data.val_files, None, seed=config.seed, shuffle=False),
-                            config.validation.num_examples)[:val_prompts]
-    g, v = config.grpo, config.validation
-    settings = [
-        ("GRPO rollout", train[:2], dict(max_new_tokens=g.max_completion_length, temperature=g.temperature,
-                                         num_return_sequences=g.num_generations, batch_size=2 * g.num_generations)),
-        ("validation", val, dict(max_new_tokens=v.max_new_tokens, temperature=v.temperature,
-                                 num_return_sequences=v.k, batch_size=v.batch_size)),
-    ]
+    model, tokenizer, seed, settings = generate_settings(config_path, val_prompts)
     fused = prefix_cache.attend_with_lse
-    generate(model, tokenizer, [adapter.render_prompt(train[0], tokenizer)], max_new_tokens=4)  # warm-up
+    variants = (("explicit softmax", prefix_cache.explicit_attend_with_lse), ("fused flash kernel", fused))
     results = []
-    for name, examples, kwargs in settings:
-        prompts = [adapter.render_prompt(e, tokenizer) for e in examples]
-        outputs, times = {}, {"explicit softmax": [], "fused flash kernel": []}
+    for name, prompts, kwargs in settings:
+        outputs, times = {}, {variant: [] for variant, _ in variants}
         try:
             for _ in range(rounds):  # alternate, so drift on the box hits both
-                for variant, attend in (("explicit softmax", explicit_attend), ("fused flash kernel", fused)):
+                for variant, attend in variants:
                     prefix_cache.attend_with_lse = attend
                     start = time.perf_counter()
-                    outputs[variant] = generate(model, tokenizer, prompts, do_sample=True, seed=config.seed, **kwargs)
+                    outputs[variant] = generate(model, tokenizer, prompts, do_sample=True, seed=seed, **kwargs)
                     times[variant].append(round(time.perf_counter() - start, 2))
         finally:
             prefix_cache.attend_with_lse = fused

@@ -164,6 +164,14 @@ def attend_with_lse(query: Any, key: Any, value: Any, scaling: float, bias: Any 
         mask = None if bias is None else bias.expand(*query.shape[:-1], key.shape[-2])
         return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
             query, key, value, 0.0, False, attn_mask=mask, scale=scaling)
+    return explicit_attend_with_lse(query, key, value, scaling, bias)
+
+
+def explicit_attend_with_lse(query: Any, key: Any, value: Any, scaling: float, bias: Any = None) -> tuple[Any, Any]:
+    """``attend_with_lse`` with the scores, log-sum-exp and weights written out as tensors (off
+    CPU; and the reference ``benchmarks/decode_attention.py`` times the fused kernel against)."""
+    import torch
+
     scores = torch.matmul(query, key.transpose(-1, -2)) * scaling
     if bias is not None:
         scores = scores + bias
