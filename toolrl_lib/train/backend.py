@@ -66,13 +66,33 @@ def resolve_backend(backend: str, device: str, processes: int = 1, lora: bool = 
     return backend
 
 
-def peft_lora_config(lora: LoraSection, r: int | None = None, alpha: int | None = None) -> Any:
+def peft_lora_config(lora: LoraSection, r: int | None = None, alpha: int | None = None,
+                     layers: list[int] | None = None) -> Any:
+    """PEFT ``LoraConfig`` from the run's LoRA section; ``layers``: only these decoder layers."""
     from peft import LoraConfig
 
     return LoraConfig(
         r=r or lora.r, lora_alpha=alpha or lora.alpha, lora_dropout=lora.dropout,
         target_modules=list(lora.target_modules), bias="none", task_type="CAUSAL_LM",
+        layers_to_transform=layers,
     )
+
+
+def top_layers(model: Any, count: int) -> list[int] | None:
+    """Indices of the top ``count`` decoder layers (None: ``count`` 0, every layer).
+
+    >>> from types import SimpleNamespace as NS
+    >>> top_layers(NS(config=NS(num_hidden_layers=30)), 3)
+    [27, 28, 29]
+    >>> top_layers(NS(config=NS(num_hidden_layers=30)), 0) is None
+    True
+    """
+    if count <= 0:
+        return None
+    total = int(model.config.num_hidden_layers)
+    if count > total:
+        raise ValueError(f"priming.top_layers={count}: the model has {total} decoder layers")
+    return list(range(total - count, total))
 
 
 def load_base(model_path: str, dtype: str, device: str) -> Any:

@@ -109,6 +109,7 @@ class PrimingSection:
     prompt_gradient: bool = field(default=True, metadata={"help": "false: each row's prompt runs forward only, no backward through it (toolrl_lib/train/prompt_detached.py): the same loss, a truncated gradient. Measured on the smoke priming: 1.7x less CPU time but a worse primed model (binary mean@4 -0.09, 95% CI excludes 0; benchmarks/results/priming_detached.md), so true everywhere"})
     lora_r: int = 16
     lora_alpha: int = 32
+    top_layers: int = field(default=0, metadata={"help": "LoRA on the top N decoder layers only (0: every layer). Nothing below the lowest adapted layer needs a gradient, so the backward stops there: priming's compute falls by up to a third at half the layers (benchmarks/priming_variants.py measures what it does to the primed model)"})
 
 
 @dataclass
@@ -347,6 +348,7 @@ def _priming_rules(c: RunConfig, rule: Rule) -> None:
         rule(p.learning_rate > 0, "priming.learning_rate", p.learning_rate, "must be > 0")
         rule(1 <= p.lora_r <= LORA_MAX_RANK, "priming.lora_r", p.lora_r,
              f"LoRA rank must be in [1, {LORA_MAX_RANK}]")
+        rule(p.top_layers >= 0, "priming.top_layers", p.top_layers, "must be >= 0 (0: every layer)")
 
 
 def _filtering_rules(c: RunConfig, rule: Rule) -> None:

@@ -71,7 +71,7 @@ def prime(
 
     from toolrl_lib.models import load_model, load_tokenizer
     from toolrl_lib.prompts import get_adapter
-    from toolrl_lib.train.backend import peft_lora_config
+    from toolrl_lib.train.backend import peft_lora_config, top_layers
     from toolrl_lib.train.dataset import BuildReport, priming_rows, to_dataset
     from toolrl_lib.train.prompt_detached import detached_prompt_trainer_class
 
@@ -103,7 +103,8 @@ def prime(
     from peft import get_peft_model
 
     # Wrap here and keep the reference: Unsloth's patched SFTTrainer exposes the unwrapped model.
-    peft_model = get_peft_model(model, peft_lora_config(config.lora, r=p.lora_r, alpha=p.lora_alpha))
+    peft_model = get_peft_model(model, peft_lora_config(config.lora, r=p.lora_r, alpha=p.lora_alpha,
+                                                        layers=top_layers(model, p.top_layers)))
     trainer_class = SFTTrainer if p.prompt_gradient else detached_prompt_trainer_class()
     trainer = trainer_class(model=peft_model, args=args, train_dataset=dataset, processing_class=tokenizer)
     start = time.perf_counter()
@@ -117,7 +118,7 @@ def prime(
         info = {
             "base_model": base_path, "family": family, "steps": trainer.state.global_step,
             "examples": report.to_dict(), "train_loss": result.training_loss, "losses": losses,
-            "prompt_gradient": p.prompt_gradient,
+            "prompt_gradient": p.prompt_gradient, "top_layers": p.top_layers,
             "seconds": round(time.perf_counter() - start, 1),
         }
         (staging / PRIMING_MARKER).write_text(json.dumps(info, indent=2), encoding="utf-8")

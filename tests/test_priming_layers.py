@@ -1,0 +1,45 @@
+"""Priming with LoRA on the top layers only (``priming.top_layers``): the merged model changes
+there and nowhere else, and the option is validated and recorded."""
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from toolrl_lib.models import make_tiny_model
+from toolrl_lib.train.config import ConfigError, load_run_config
+
+
+def _weights(folder):
+    return load_file(str(next(folder.glob("*.safetensors"))))
+
+
+def test_top_layers_priming_changes_only_the_top_layer(tmp_path):
+    from tests.test_train_run import tiny_overrides, toy_examples
+    from toolrl_lib.train.priming import PRIMING_MARKER, prime
+
+    make_tiny_model(tmp_path / "model")
+    config = load_run_config(None, tiny_overrides(tmp_path, **{
+        "priming.enabled": "true", "priming.max_steps": 2, "priming.batch_size": 2,
+        "priming.num_examples": 4, "priming.learning_rate": 0.05, "priming.top_layers": 1}))
+    out = prime(config, str(tmp_path / "model"), toy_examples(4), "hermes", tmp_path / "primed", "cpu")
+    assert json.loads((out / PRIMING_MARKER).read_text())["top_layers"] == 1
+    base, primed = _weights(tmp_path / "model"), _weights(out)
+    layers = 1 + max(int(name.split(".")[2]) for name in base if name.startswith("model.layers."))
+    assert layers >= 2
+    top = f"model.layers.{layers - 1}."
+    changed = {name for name in base if not torch.equal(base[name], primed[name])}
+    assert changed, "the priming changed nothing"
+    assert all(name.startswith(top) for name in changed), sorted(changed)
+
+
+def test_top_layers_must_not_be_negative_or_exceed_the_model():
+    from types import SimpleNamespace
+
+    from toolrl_lib.train.backend import top_layers
+
+    with pytest.raises(ConfigError, match="priming.top_layers"):
+        load_run_config(None, ["priming.enabled=true", "priming.top_layers=-1"])
+    with pytest.raises(ValueError, match="has 2 decoder layers"):
+        top_layers(SimpleNamespace(config=SimpleNamespace(num_hidden_layers=2)), 3)
