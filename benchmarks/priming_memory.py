@@ -1,12 +1,13 @@
-"""Format priming's peak memory on glibc's heap vs with every large block mapped (issue 26).
+"""Format priming's peak memory and time at several ``priming.mmap_threshold`` settings (issue 26).
 
 Priming runs one row at a time and the rows differ in length, so glibc's heap keeps freed
 activation blocks of many sizes resident (its mmap threshold moves up to 32 MiB once such a
-block is freed). Pinning the threshold at 256 KiB (``mallopt(M_MMAP_THRESHOLD)``) makes each
-block its own mapping, returned when freed. This script primes the smoke config's model on its
+block is freed). ``priming.mmap_threshold`` pins the threshold while priming trains, so each
+block at least that large is its own mapping, returned when freed
+(``toolrl_lib.memory.set_mmap_threshold``). This script primes the smoke config's model on its
 first rows once per variant, each in a fresh process (alternating), and records the process's
-peak RSS, seconds per row and the losses (which must be identical). The result decided against
-it: less memory, but every block faulted in anew costs more time than the workbook can spare.
+peak RSS, seconds per row and the losses (which must be identical). A block mapped afresh is
+faulted in anew, so the lower the threshold the slower the row: the smoke profile takes 2 MiB.
 
     python benchmarks/priming_memory.py --out benchmarks/results
 """
@@ -14,7 +15,6 @@ it: less memory, but every block faulted in anew costs more time than the workbo
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import resource
@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-VARIANTS = ("glibc heap (what runs)", "blocks >= 256 KiB mapped")
-M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter (malloc.h)
+VARIANTS = {"glibc default": 0, "blocks >= 2 MiB mapped": 2 * 2**20, "blocks >= 1 MiB mapped": 2**20,
+            "blocks >= 256 KiB mapped": 2**18}
 
 
 def child(variant: str, config_path: str, steps: int, out_dir: str) -> dict[str, Any]:
@@ -36,12 +36,11 @@ def child(variant: str, config_path: str, steps: int, out_dir: str) -> dict[str,
     from toolrl_lib.train.config import load_run_config
     from toolrl_lib.train.dataset import load_examples
 
-    if variant == VARIANTS[1]:
-        ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, 256 * 1024)
-    config = load_run_config(config_path, [f"priming.max_steps={steps}"], check=False)
+    setting = f"priming.mmap_threshold={VARIANTS[variant]}"
+    # The config's rows in the trainer's own order, cut after ``steps``: the peak is set by the
+    # longest row seen, and the smoke priming meets one of its longest in its first 6 steps.
+    config = load_run_config(config_path, [f"priming.max_steps={steps}", setting], check=False)
     rows = steps * config.priming.batch_size * config.priming.gradient_accumulation_steps
-    config = load_run_config(config_path, [f"priming.max_steps={steps}", f"priming.num_examples={rows}"],
-                             check=False)
     examples = load_examples(config.data.train_files, config.data.max_train_examples, seed=config.seed, shuffle=True)
     start = time.perf_counter()
     folder = priming.prime(config, resolve_model(config.model.name), examples, config.model.family,
@@ -54,9 +53,9 @@ def child(variant: str, config_path: str, steps: int, out_dir: str) -> dict[str,
 
 
 def markdown(result: dict[str, Any]) -> str:
-    lines = ["# Priming's peak memory: glibc's heap vs large blocks mapped", "",
-             f"{result['cpus']} CPU(s) ({result['cpu_model']}); `{result['command']}`; smoke priming on its "
-             f"first {result['runs'][0]['rows']} rows, each run a fresh process, variants alternating.", "",
+    lines = ["# Priming's peak memory and time against its mmap threshold", "",
+             f"{result['cpus']} CPU(s) ({result['cpu_model']}); `{result['command']}`; smoke priming's first "
+             f"{result['runs'][0]['rows']} rows (its first steps), each run a fresh process, variants alternating.", "",
              "| variant | round | peak RSS GiB | s / row | losses identical to the first run |",
              "| --- | --- | --- | --- | --- |"]
     first = result["runs"][0]["losses"]
@@ -69,7 +68,8 @@ def markdown(result: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="configs/smoke.yaml")
-    parser.add_argument("--steps", type=int, default=4, help="priming steps (rows = steps x 4)")
+    parser.add_argument("--steps", type=int, default=6, help="priming steps (rows = steps x 4)")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help=f"of {list(VARIANTS)}")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
 
     runs = []
     for round_ in range(args.rounds):
-        for variant in VARIANTS:
+        for variant in args.variants.split(","):
             done = subprocess.run([sys.executable, __file__, "--child", variant, "--config", args.config,
                                    "--steps", str(args.steps)], capture_output=True, text=True, check=True)
             runs.append({**json.loads(done.stdout.strip().splitlines()[-1]), "round": round_ + 1})

@@ -40,12 +40,14 @@ GIB = 2**30
 
 
 class RssSampler(threading.Thread):
-    """Sample (time, largest process RSS, whole-tree RSS) of a process and its descendants."""
+    """Sample (time, largest process RSS, whole-tree RSS, RSS by pid) of a process and its
+    descendants."""
 
     def __init__(self, pid: int, interval: float) -> None:
         super().__init__(daemon=True)
         self.pid, self.interval = pid, interval
-        self.samples: list[tuple[float, int, int]] = []
+        self.samples: list[tuple[float, int, int, dict[int, int]]] = []
+        self.high_water: dict[int, int] = {}  # pid -> the kernel's own peak RSS (VmHWM), bytes
         self.done = threading.Event()
 
     def run(self) -> None:
@@ -56,17 +58,34 @@ class RssSampler(threading.Thread):
         except psutil.NoSuchProcess:
             return
         while not self.done.is_set():
-            rss = []
+            rss: dict[int, int] = {}
             try:
                 procs = [root, *root.children(recursive=True)]
             except psutil.NoSuchProcess:
                 break
             for proc in procs:
                 with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-                    rss.append(proc.memory_info().rss)
+                    rss[proc.pid] = proc.memory_info().rss
+                hwm = high_water_mark(proc.pid)
+                if hwm:
+                    self.high_water[proc.pid] = max(hwm, self.high_water.get(proc.pid, 0))
             if rss:
-                self.samples.append((time.time(), max(rss), sum(rss)))
+                self.samples.append((time.time(), max(rss.values()), sum(rss.values()), rss))
             self.done.wait(self.interval)
+
+
+def high_water_mark(pid: int) -> int:
+    """A process's peak RSS as the kernel counts it (``VmHWM``, bytes; 0 where unreadable). The
+    samples can miss a spike shorter than the interval; this cannot (for a process sampled at
+    least once before it ends)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="utf-8") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def read_stages(path: Path) -> list[dict[str, Any]]:
@@ -75,15 +94,21 @@ def read_stages(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def stage_rows(stages: list[dict[str, Any]], samples: list[tuple[float, int, int]]) -> list[dict[str, Any]]:
-    """One row per stage occurrence, in start order, with its seconds and peak RSS."""
+def stage_rows(stages: list[dict[str, Any]], samples: list[tuple]) -> list[dict[str, Any]]:
+    """One row per stage occurrence, in start order, with its seconds and peak RSS; where the
+    samples carry RSS by pid, also the RSS of the stage's own process at its first and last
+    sample (what a stage leaves behind in a long-lived kernel)."""
     rows = []
     for s in sorted(stages, key=lambda s: s["start"]):
-        inside = [m for t, m, _ in samples if s["start"] <= t <= s["end"]]
-        rows.append({
+        inside = [sample for sample in samples if s["start"] <= sample[0] <= s["end"]]
+        row = {
             "stage": s["stage"], "seconds": round(s["end"] - s["start"], 1),
-            "peak_rss_gib": round(max(inside) / GIB, 2) if inside else None,
-        })
+            "peak_rss_gib": round(max(sample[1] for sample in inside) / GIB, 2) if inside else None,
+        }
+        own = [sample[3][s["pid"]] for sample in inside if len(sample) > 3 and s.get("pid") in sample[3]]
+        if own:
+            row["own_rss_start_gib"], row["own_rss_end_gib"] = round(own[0] / GIB, 2), round(own[-1] / GIB, 2)
+        rows.append(row)
     return rows
 
 
@@ -120,8 +145,9 @@ def profile(only: list[str], interval: float, workdir: Path) -> dict[str, Any]:
     return {
         "command": " ".join(["toolrl", *command[3:]]), "returncode": returncode,
         "total_seconds": round(total, 1),
-        "peak_rss_gib": round(max((m for _, m, _ in samples), default=0) / GIB, 2),
-        "peak_tree_rss_gib": round(max((t for _, _, t in samples), default=0) / GIB, 2),
+        "peak_rss_gib": round(max((sample[1] for sample in samples), default=0) / GIB, 2),
+        "peak_tree_rss_gib": round(max((sample[2] for sample in samples), default=0) / GIB, 2),
+        "peak_hwm_gib": round(max(sampler.high_water.values(), default=0) / GIB, 2),
         "stages": stage_rows(read_stages(log_file), samples),
         "machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M"),
     }
@@ -154,11 +180,15 @@ def markdown(runs: dict[str, dict[str, Any]], notes: str = "") -> str:
         lines.append(f"| {name} | " + " | ".join(cells(runs[label], name) for label in labels) + " |")
     lines.append("| **whole run** | " + " | ".join(
         f"**{runs[label]['total_seconds']:.0f}** | **{runs[label]['peak_rss_gib']:.2f}**" for label in labels) + " |")
-    lines += ["", "| run | commit | date | cpus | exit | whole-tree peak RSS GiB | command |", "| --- |" * 7]
+    lines += ["", "| run | commit | date | cpus | exit | whole-tree peak RSS GiB | largest VmHWM GiB | command |",
+              "| --- |" * 8]
     for label, run in runs.items():
         m = run["machine"]
+        hwm = f"{run['peak_hwm_gib']:.2f}" if run.get("peak_hwm_gib") else "–"
         lines.append(f"| {label} | {m['commit']}{' (dirty)' if m['dirty'] else ''} | {run['date']} | {m['cpus']} | "
-                     f"{run['returncode']} | {run['peak_tree_rss_gib']:.2f} | `{run['command']}` |")
+                     f"{run['returncode']} | {run['peak_tree_rss_gib']:.2f} | {hwm} | `{run['command']}` |")
+    lines += ["", "GiB columns: the largest single-process RSS sampled every 0.5 s; \"largest VmHWM\" is the",
+              "kernel's own peak RSS of each process (no spike missed), the largest over the run's processes."]
     lines += ["", "Reproduce: `git checkout <commit>`, `bash scripts/bootstrap.sh`, then",
               "`.venv/bin/python benchmarks/workbook_profile.py --label <label>` (add `--only 03` for one",
               "notebook). The seconds include the kernels' start and the workbook's own set-up.", ""]

@@ -276,3 +276,29 @@ def test_run_directory_copied_elsewhere_merges_and_evaluates(tiny_setup, tmp_pat
     merged = backends.load_for_eval(str(tmp_path / "merged"), backend="hf", max_new_tokens=4, dtype="fp32")
     prompt = ["Weather in Oslo?"]
     assert loaded.complete(prompt) == merged.complete(prompt)
+
+
+def test_loss_mmap_threshold_changes_memory_not_the_adapter(tiny_setup, tmp_path, monkeypatch):
+    """grpo.loss_mmap_threshold (toolrl_lib/train/loss_memory.py) only moves blocks between the
+    heap and their own mappings: the same adapter, bit for bit; TRL's rollout phase is hooked."""
+    from safetensors.torch import load_file
+
+    from toolrl_lib.memory import GLIBC_MAX_MMAP_THRESHOLD
+    from toolrl_lib.train import loss_memory
+    from toolrl_lib.train.config import load_run_config
+    from toolrl_lib.train.run import train
+
+    calls = []
+    real = loss_memory.set_mmap_threshold
+    monkeypatch.setattr(loss_memory, "set_mmap_threshold", lambda n: calls.append(n) or real(n))
+    adapters = []
+    for threshold in (0, 2**18):
+        config = load_run_config(None, tiny_overrides(tiny_setup, **{
+            "grpo.loss_mmap_threshold": threshold, "grpo.max_steps": 2, "validation.enabled": "false"}))
+        run = train(config, tmp_path / f"t{threshold}", reward_funcs=[length_reward])
+        adapters.append(load_file(str(run / "last" / "adapter_model.safetensors")))
+    a, b = adapters
+    assert a.keys() == b.keys() and any(float(t.abs().max()) > 0 for k, t in a.items() if "lora_B" in k)
+    assert all(bool((a[k] == b[k]).all()) for k in a)
+    # set for the loss, lifted for each of the 2 rollouts and set again after it, reset at the end
+    assert calls == [2**18, *[GLIBC_MAX_MMAP_THRESHOLD, 2**18] * 2, GLIBC_MAX_MMAP_THRESHOLD]

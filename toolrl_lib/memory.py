@@ -13,6 +13,10 @@ import ctypes
 import ctypes.util
 import gc
 import sys
+from typing import Any
+
+M_MMAP_THRESHOLD = -3  # mallopt parameter (malloc.h)
+GLIBC_MAX_MMAP_THRESHOLD = 32 * 2**20  # the ceiling glibc's own sliding threshold reaches (64-bit)
 
 
 def release_memory() -> None:
@@ -38,3 +42,29 @@ def trim_c_heap() -> bool:
         return bool(libc.malloc_trim(0))
     except (OSError, AttributeError):  # musl and others: no malloc_trim
         return False
+
+
+def _libc() -> Any | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc if hasattr(libc, "mallopt") else None
+    except OSError:
+        return None
+
+
+def set_mmap_threshold(nbytes: int) -> bool:
+    """glibc: every allocation of at least ``nbytes`` gets its own mapping, handed back to the OS
+    when freed instead of staying in the heap as a hole. False where libc has no ``mallopt``.
+
+    Each such block is mapped afresh (page faults on first touch), so a low threshold trades
+    speed for a lower peak. Setting it at all ends glibc's sliding default for the process.
+
+    >>> isinstance(set_mmap_threshold(GLIBC_MAX_MMAP_THRESHOLD), bool)
+    True
+    """
+    libc = _libc()
+    if libc is None or nbytes <= 0:
+        return False
+    return bool(libc.mallopt(M_MMAP_THRESHOLD, int(nbytes)))

@@ -85,6 +85,7 @@ class GRPOSection:
     merged_generation: bool = field(default=False, metadata={"help": "Roll out with W + sBA in a copy of the adapted weights, adapters off (LoRA only): one matmul per projection while decoding instead of three; +1 weight copy of memory. Applies to TRL's sampler, the library rollouts and multi-turn episodes. Under unsloth the run first checks that its patched layers honour the adapter switch."})
     rollouts: Literal["trl", "library"] = field(default="trl", metadata={"help": "Who samples the completions: \"trl\" (transformers' generate inside TRL) or \"library\" (toolrl_lib.generation through TRL's rollout_func: one prefill per prompt for its whole group, an in-place cache; faster on CPU; peft backend, plain GRPO losses only)"})
     shared_prompt: bool = field(default=False, metadata={"help": "Loss forward with each distinct prompt of a micro-batch run once for all its completions (toolrl_lib/train/shared_prompt.py): same log-probs, far less compute when per_device_train_batch_size holds several completions of a prompt; peft backend, not rlsd"})
+    loss_mmap_threshold: int = field(default=0, metadata={"help": "CPU (glibc): while the loss runs forward and back, blocks of at least this many bytes get their own mapping and go back to the OS when freed (toolrl_lib/train/loss_memory.py); 0 = the allocator's default. The smoke profile's 1 MiB: 4 GRPO steps peaked at 3.42 instead of 3.97 GiB for 7% more step time (benchmarks/results/grpo_memory.md)"})
     learning_rate: float = 1e-5
     lr_scheduler_type: str = "constant_with_warmup"
     warmup_steps: int = 0
@@ -109,6 +110,7 @@ class PrimingSection:
     prompt_gradient: bool = field(default=True, metadata={"help": "false: each row's prompt runs forward only, no backward through it (toolrl_lib/train/prompt_detached.py): the same loss, a truncated gradient. Measured on the smoke priming: 1.7x less CPU time but a worse primed model (binary mean@4 -0.09, 95% CI excludes 0; benchmarks/results/priming_detached.md), so true everywhere"})
     lora_r: int = 16
     lora_alpha: int = 32
+    mmap_threshold: int = field(default=0, metadata={"help": "CPU (glibc): while priming trains, blocks of at least this many bytes get their own mapping and go back to the OS when freed (toolrl_lib.memory.set_mmap_threshold; as grpo.loss_mmap_threshold); 0 = the allocator's default"})
     top_layers: int = field(default=0, metadata={"help": "LoRA on the top N decoder layers only (0: every layer). Nothing below the lowest adapted layer needs a gradient, so the backward stops there: priming's compute falls by up to a third at half the layers (benchmarks/priming_variants.py measures what it does to the primed model)"})
 
 
@@ -308,6 +310,8 @@ def _grpo_rules(c: RunConfig, rule: Rule, processes: int) -> None:
     rule(g.loss_type in LOSS_TYPES, "grpo.loss_type", g.loss_type, f"unknown loss type; use {list(LOSS_TYPES)}")
     rule(g.num_generations >= 2, "grpo.num_generations", g.num_generations,
          "must be >= 2 (with one completion per prompt the group-relative advantage is always 0)")
+    rule(g.loss_mmap_threshold >= 0, "grpo.loss_mmap_threshold", g.loss_mmap_threshold,
+         "must be >= 0 bytes (0: the allocator's default)")
     gen_batch = generation_batch_size(g, processes)
     if g.num_generations >= 1:
         rule(gen_batch % g.num_generations == 0, "grpo.generation_batch_size", gen_batch,
@@ -348,6 +352,8 @@ def _priming_rules(c: RunConfig, rule: Rule) -> None:
         rule(p.learning_rate > 0, "priming.learning_rate", p.learning_rate, "must be > 0")
         rule(1 <= p.lora_r <= LORA_MAX_RANK, "priming.lora_r", p.lora_r,
              f"LoRA rank must be in [1, {LORA_MAX_RANK}]")
+        rule(p.mmap_threshold >= 0, "priming.mmap_threshold", p.mmap_threshold,
+             "must be >= 0 bytes (0: the allocator's default)")
         rule(p.top_layers >= 0, "priming.top_layers", p.top_layers, "must be >= 0 (0: every layer)")
 
 

@@ -292,6 +292,11 @@ def _train(
     from toolrl_lib.train.zero_advantage import install as skip_zero_advantage_batches
 
     skip_zero_advantage_batches(trainer)
+    mapped_loss = False
+    if config.grpo.loss_mmap_threshold and device == "cpu":  # a lower peak RSS for a little time
+        from toolrl_lib.train import loss_memory
+
+        mapped_loss = loss_memory.install(trainer, config.grpo.loss_mmap_threshold)
     if dist.world_size > 1:
         from toolrl_lib.train.distributed import restore_optimizer_on_cpu
 
@@ -323,6 +328,8 @@ def _train(
     step = trainer.state.global_step
     del trainer, model
     release_memory()
+    if mapped_loss:
+        loss_memory.reset()
     leave_zero3_loading()
     if dist.main:
         if v.enabled:
