@@ -189,8 +189,8 @@ def report(args: argparse.Namespace) -> int:
             entry[m] = round(sum(r["scores"][key] for r in mine) / len(mine), 4)
             entry[f"{m}_by_seed"] = [round(r["scores"][key], 4) for r in mine]
             paired = [s for s in seeds if (reference, s) in by]
-            if variant != reference and paired:
-                diffs = [_mean_row(by[(variant, s)], m) - _mean_row(by[(reference, s)], m) for s in paired]
+            if variant != reference and paired:  # same seed, same prompts: a paired difference
+                diffs = [by[(variant, s)]["scores"][key] - by[(reference, s)]["scores"][key] for s in paired]
                 mean, low, high = t_interval(diffs)
                 entry[f"{m}_minus_reference"] = {"diff": round(mean, 4), "ci_low": round(low, 4),
                                                  "ci_high": round(high, 4), "seeds": paired}
@@ -219,12 +219,6 @@ def report(args: argparse.Namespace) -> int:
     out.with_suffix(".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     return 0
-
-
-def _mean_row(run: dict[str, Any], metric: str) -> float:
-    """A run's mean of ``metric`` over its per-example rows (equal to its score)."""
-    values = [row[metric] for row in run["per_example"]]
-    return sum(values) / len(values)
 
 
 def main(argv: list[str] | None = None) -> int:

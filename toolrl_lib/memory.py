@@ -9,10 +9,12 @@ does both, plus the CUDA cache where there is one.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import gc
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 M_MMAP_THRESHOLD = -3  # mallopt parameter (malloc.h)
@@ -34,23 +36,17 @@ def trim_c_heap() -> bool:
     >>> isinstance(trim_c_heap(), bool)
     True
     """
-    if not sys.platform.startswith("linux"):
-        return False
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name or "libc.so.6")
-        return bool(libc.malloc_trim(0))
-    except (OSError, AttributeError):  # musl and others: no malloc_trim
-        return False
+    trim = _libc_call("malloc_trim")  # musl and others: none
+    return bool(trim(0)) if trim is not None else False
 
 
-def _libc() -> Any | None:
+def _libc_call(name: str) -> Any | None:
+    """The C library's function ``name`` (Linux), or None where there is no such call."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc if hasattr(libc, "mallopt") else None
-    except OSError:
+        return getattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6"), name)
+    except (OSError, AttributeError):
         return None
 
 
@@ -64,7 +60,19 @@ def set_mmap_threshold(nbytes: int) -> bool:
     >>> isinstance(set_mmap_threshold(GLIBC_MAX_MMAP_THRESHOLD), bool)
     True
     """
-    libc = _libc()
-    if libc is None or nbytes <= 0:
+    mallopt = _libc_call("mallopt")
+    if mallopt is None or nbytes <= 0:
         return False
-    return bool(libc.mallopt(M_MMAP_THRESHOLD, int(nbytes)))
+    return bool(mallopt(M_MMAP_THRESHOLD, int(nbytes)))
+
+
+@contextlib.contextmanager
+def mapped_blocks(nbytes: int) -> Iterator[bool]:
+    """Within the body, blocks >= ``nbytes`` are mapped on their own (``set_mmap_threshold``);
+    after it, glibc's ceiling again. Yields whether the setting took (False for 0 or off glibc)."""
+    mapped = set_mmap_threshold(nbytes)
+    try:
+        yield mapped
+    finally:
+        if mapped:
+            set_mmap_threshold(GLIBC_MAX_MMAP_THRESHOLD)

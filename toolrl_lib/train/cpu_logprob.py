@@ -16,89 +16,8 @@ import torch
 _OPTIONAL = ("entropy", "log_sum_sq_probs", "mean_logits", "is_top1")
 
 
-# Scored tokens per chunk: each chunk's logits are [rows, vocab] fp32 (128 x 49152 x 4 B = 25 MB for
-# SmolLM2), alive only while that chunk is computed, in the forward and again in the backward.
-CHUNK_ROWS = 128
-
-
-def _logits(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, temperature: float,
-            softcapping: float | None, logit_scale: float) -> torch.Tensor:
-    logits = hidden.float() @ weight.float().t()
-    if bias is not None:
-        logits = logits + bias.float()
-    logits = logits * logit_scale
-    if softcapping is not None:
-        logits = softcapping * torch.tanh(logits / softcapping)
-    return logits / temperature
-
-
-def _scored(logits: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(log-prob of each target, entropy, softmax) of ``logits`` rows."""
-    log_z = torch.logsumexp(logits, dim=-1)
-    log_probs = logits.gather(-1, targets.long().unsqueeze(-1)).squeeze(-1) - log_z
-    probs = torch.softmax(logits, dim=-1)
-    return log_probs, log_z - (probs * logits).sum(-1), probs
-
-
-class _ChunkedHead(torch.autograd.Function):
-    """Log-probs and entropies of the targets through the LM head, ``CHUNK_ROWS`` tokens at a time.
-
-    The forward keeps no logits: the backward recomputes each chunk's and differentiates it
-    alone. A full ``[tokens, vocab]`` graph (logits, softmax, their gradients) is several times
-    the chunk's size: for a smoke GRPO micro-batch (~380 scored tokens) ~75 MB a copy."""
-
-    @staticmethod
-    def forward(ctx, hidden, weight, bias, targets, temperature, softcapping, logit_scale, extras):  # noqa: ANN001, ANN205
-        ctx.settings = (temperature, softcapping, logit_scale)
-        ctx.save_for_backward(hidden, weight, bias, targets)
-        pieces: dict[str, list[torch.Tensor]] = {name: [] for name in ("log_probs", "entropy", *extras)}
-        for start in range(0, hidden.shape[0], CHUNK_ROWS):
-            rows = slice(start, start + CHUNK_ROWS)
-            logits = _logits(hidden[rows], weight, bias, temperature, softcapping, logit_scale)
-            log_probs, entropy, probs = _scored(logits, targets[rows])
-            pieces["log_probs"].append(log_probs)
-            pieces["entropy"].append(entropy)
-            if "log_sum_sq_probs" in extras:
-                pieces["log_sum_sq_probs"].append(torch.log((probs**2).sum(-1)))
-            if "mean_logits" in extras:
-                pieces["mean_logits"].append(logits.mean(-1))
-            if "is_top1" in extras:
-                pieces["is_top1"].append(logits.argmax(-1) == targets[rows])
-        out = [torch.cat(v) if v else hidden.new_zeros(0) for v in pieces.values()]
-        ctx.mark_non_differentiable(*out[2:])
-        return tuple(out)
-
-    @staticmethod
-    def backward(ctx, grad_log_probs, grad_entropy, *unused):  # noqa: ANN001, ANN205
-        hidden, weight, bias, targets = ctx.saved_tensors
-        temperature, softcapping, logit_scale = ctx.settings
-        grad_hidden = torch.zeros_like(hidden) if ctx.needs_input_grad[0] else None
-        w = weight.detach().requires_grad_(ctx.needs_input_grad[1])
-        b = None if bias is None else bias.detach().requires_grad_(ctx.needs_input_grad[2])
-        for start in range(0, hidden.shape[0], CHUNK_ROWS):
-            rows = slice(start, start + CHUNK_ROWS)
-            h = hidden[rows].detach().requires_grad_(grad_hidden is not None)
-            with torch.enable_grad():
-                log_probs, entropy, _ = _scored(_logits(h, w, b, temperature, softcapping, logit_scale),
-                                                targets[rows])
-                objective = (log_probs * grad_log_probs[rows]).sum()
-                if grad_entropy is not None:
-                    objective = objective + (entropy * grad_entropy[rows]).sum()
-                wanted = [t for t in (h, w, b) if t is not None and t.requires_grad]
-                if wanted:
-                    grads = iter(torch.autograd.grad(objective, wanted))
-                    if h.requires_grad:
-                        grad_hidden[rows] = next(grads)
-                    for t in (w, b):
-                        if t is not None and t.requires_grad:
-                            g = next(grads)
-                            t.grad = g if t.grad is None else t.grad + g
-        return (grad_hidden, w.grad, None if b is None else b.grad, None, None, None, None, None)
-
-
 class TorchChunkedLogProb:
-    """Same call signature and outputs as TRL's ``ChunkedLogProbFunction.apply``, chunked over
-    the scored tokens (``_ChunkedHead``); ``chunk_size`` (TRL's GPU setting) is not used."""
+    """Same call signature and outputs as TRL's ``ChunkedLogProbFunction.apply``."""
 
     @staticmethod
     def apply(
@@ -112,12 +31,23 @@ class TorchChunkedLogProb:
         logit_scale: float = 1.0,
         outputs: tuple[str, ...] = _OPTIONAL,
     ) -> tuple[torch.Tensor | None, ...]:
-        extras = tuple(name for name in ("log_sum_sq_probs", "mean_logits", "is_top1") if name in outputs)
-        log_probs, entropy, *rest = _ChunkedHead.apply(
-            hidden, weight, bias, targets, temperature, final_logit_softcapping, logit_scale, extras)
-        computed = dict(zip(extras, rest, strict=True))
-        return (log_probs, entropy if "entropy" in outputs else None,
-                *(computed.get(name) for name in ("log_sum_sq_probs", "mean_logits", "is_top1")))
+        logits = hidden.float() @ weight.float().t()
+        if bias is not None:
+            logits = logits + bias.float()
+        logits = logits * logit_scale
+        if final_logit_softcapping is not None:
+            logits = final_logit_softcapping * torch.tanh(logits / final_logit_softcapping)
+        logits = logits / temperature
+        log_z = torch.logsumexp(logits, dim=-1)
+        target_logits = logits.gather(-1, targets.long().unsqueeze(-1)).squeeze(-1)
+        log_probs = target_logits - log_z
+        probs = torch.softmax(logits, dim=-1) if "entropy" in outputs or "log_sum_sq_probs" in outputs else None
+        entropy = log_z - (probs * logits).sum(-1) if "entropy" in outputs else None
+        with torch.no_grad():
+            log_sum_sq = torch.log((probs.detach() ** 2).sum(-1)) if "log_sum_sq_probs" in outputs else None
+            mean_logits = logits.detach().mean(-1) if "mean_logits" in outputs else None
+            is_top1 = (logits.detach().argmax(-1) == targets) if "is_top1" in outputs else None
+        return log_probs, entropy, log_sum_sq, mean_logits, is_top1
 
 
 def triton_kernel_available() -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 
 from toolrl_lib.atomic import staged_dir
 from toolrl_lib.data.example import Example
-from toolrl_lib.memory import GLIBC_MAX_MMAP_THRESHOLD, release_memory, set_mmap_threshold
+from toolrl_lib.memory import mapped_blocks, release_memory
 from toolrl_lib.train.config import RunConfig
 
 PRIMING_MARKER = "priming.json"
@@ -108,12 +108,8 @@ def prime(
     trainer_class = SFTTrainer if p.prompt_gradient else detached_prompt_trainer_class()
     trainer = trainer_class(model=peft_model, args=args, train_dataset=dataset, processing_class=tokenizer)
     start = time.perf_counter()
-    mapped = device == "cpu" and set_mmap_threshold(p.mmap_threshold)  # a lower peak RSS (see memory.py)
-    try:
+    with mapped_blocks(p.mmap_threshold if device == "cpu" else 0):  # a lower peak RSS (see memory.py)
         result = trainer.train()
-    finally:
-        if mapped:
-            set_mmap_threshold(GLIBC_MAX_MMAP_THRESHOLD)
     merged = peft_model.merge_and_unload()
     with staged_dir(out_dir) as staging:  # the marker is written last: no marker, no primed model
         merged.save_pretrained(staging, safe_serialization=True)
