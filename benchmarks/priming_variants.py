@@ -2,16 +2,17 @@
 
 Priming is a third of the smoke workbook's time on a 2-core CPU and compute-bound (128 rows of
 ~520 tokens forward and back). Two ways to spend less: fewer rows (the step count stays, each
-step averages fewer rows) and LoRA on the top layers only (the backward stops at the lowest
-adapted layer). Whether the primed model stays as good is measured here, not assumed: each
+step averages fewer rows), the shortest rows of a larger pool (fewer tokens a row) and LoRA on
+the top layers only (the backward stops at the lowest adapted layer). Whether the primed model stays as good is measured here, not assumed: each
 variant x seed primes from the embedded model and scores the primed model on the validation
 prompts (more of them and more samples than the workbook takes). A seed changes the priming
 rows (the training set's shuffle), the LoRA initialisation and the sampling, so the spread over
 seeds is the run-to-run noise a choice has to beat.
 
-A variant is ``rows<N>`` with an optional ``-top<L>`` (e.g. ``rows64-top15``); its priming keeps
-the config's steps and learning rate and sets ``gradient_accumulation_steps = N / steps``
-(batch 1: no padding). Jobs run as subprocesses over ``--jobs`` lanes (``benchmarks/gpu/lanes.py``;
+A variant is ``rows<N>`` with an optional ``-of<P>`` (the N shortest of the first P shuffled
+examples, ``priming.shortest_of``) and ``-top<L>`` (e.g. ``rows128-of256``, ``rows64-top15``); its
+priming keeps the config's steps and learning rate and sets ``gradient_accumulation_steps = N /
+steps`` (batch 1: no padding). Jobs run as subprocesses over ``--jobs`` lanes (``benchmarks/gpu/lanes.py``;
 on one GPU several small jobs share it), each writing ``<work>/<variant>-s<seed>.json``; a
 finished job is not run again, so a second call continues where a deadline stopped the first.
 
@@ -33,7 +34,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -41,45 +42,59 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "gpu"))
 
 # Student t 0.975 quantiles for 1..10 degrees of freedom (more seeds: the 10-df value, slightly wide)
 T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228]
-VARIANT = re.compile(r"^rows(?P<rows>\d+)(?:-top(?P<top>\d+))?$")
+VARIANT = re.compile(r"^rows(?P<rows>\d+)(?:-of(?P<pool>\d+))?(?:-top(?P<top>\d+))?$")
 
 
-def parse_variant(name: str) -> tuple[int, int]:
-    """(rows, top layers; 0 = all) of a variant name.
+class Variant(NamedTuple):
+    rows: int
+    pool: int  # the rows are the shortest of this many examples (0: the first rows)
+    top: int   # LoRA on the top this many layers (0: all)
+
+
+def parse_variant(name: str) -> Variant:
+    """A variant's rows, pool and top layers.
 
     >>> parse_variant("rows64-top15")
-    (64, 15)
-    >>> parse_variant("rows128")
-    (128, 0)
+    Variant(rows=64, pool=0, top=15)
+    >>> parse_variant("rows128-of256")
+    Variant(rows=128, pool=256, top=0)
     """
     match = VARIANT.match(name)
     if match is None:
-        raise ValueError(f"variant {name!r}: expected rows<N> or rows<N>-top<L>, e.g. rows64-top15")
-    return int(match["rows"]), int(match["top"] or 0)
+        raise ValueError(f"variant {name!r}: expected rows<N>[-of<P>][-top<L>], e.g. rows64-top15")
+    variant = Variant(int(match["rows"]), int(match["pool"] or 0), int(match["top"] or 0))
+    if variant.pool and variant.pool < variant.rows:
+        raise ValueError(f"variant {name!r}: a pool of {variant.pool} cannot give {variant.rows} rows")
+    return variant
 
 
 def variant_overrides(name: str, steps: int) -> list[str]:
     """Config overrides of a variant at ``steps`` priming steps (batch 1, N/steps accumulated).
 
     >>> variant_overrides("rows64-top15", 32)
-    ['priming.num_examples=64', 'priming.max_steps=32', 'priming.batch_size=1', 'priming.gradient_accumulation_steps=2', 'priming.top_layers=15']
+    ['priming.num_examples=64', 'priming.max_steps=32', 'priming.batch_size=1', 'priming.gradient_accumulation_steps=2', 'priming.top_layers=15', 'priming.shortest_of=0']
     """
-    rows, top = parse_variant(name)
+    rows, pool, top = parse_variant(name)
     if rows % steps:
         raise ValueError(f"variant {name!r}: {rows} rows do not split into {steps} steps")
     return [f"priming.num_examples={rows}", f"priming.max_steps={steps}", "priming.batch_size=1",
-            f"priming.gradient_accumulation_steps={rows // steps}", f"priming.top_layers={top}"]
+            f"priming.gradient_accumulation_steps={rows // steps}", f"priming.top_layers={top}",
+            f"priming.shortest_of={pool}"]
 
 
-def relative_compute(name: str, layers: int) -> float:
-    """Priming compute relative to every row over every layer (forward 1, backward 2 a layer).
+def relative_compute(name: str, layers: int, tokens: float | None = None, reference_tokens: float | None = None) -> float:
+    """Priming compute relative to the reference (forward 1, backward 2 a layer): by the tokens
+    primed on when both are known, else by rows out of 128.
 
     >>> round(relative_compute("rows64-top15", 30), 3)
     0.333
+    >>> round(relative_compute("rows128-of256", 30, 43_000, 58_000), 3)
+    0.741
     """
-    rows, top = parse_variant(name)
+    rows, _, top = parse_variant(name)
     top = top or layers
-    return rows / 128 * (layers + 2 * top) / (3 * layers)
+    share = tokens / reference_tokens if tokens and reference_tokens else rows / 128
+    return share * (layers + 2 * top) / (3 * layers)
 
 
 def run_one(args: argparse.Namespace) -> int:
@@ -117,7 +132,7 @@ def run_one(args: argparse.Namespace) -> int:
     result = {
         "variant": args.one, "seed": args.seed, "device": args.device, "overrides": overrides,
         "priming_seconds": round(seconds, 1), "validation_seconds": round(val_seconds, 1),
-        "layers": layers, "losses": info["losses"], "k": args.k, "n_validation": len(val),
+        "layers": layers, "losses": info["losses"], "tokens": info["tokens"], "k": args.k, "n_validation": len(val),
         "scores": {**measured.scores, **measured.rates()},
         "per_example": measured.per_example,
     }
@@ -172,15 +187,20 @@ def report(args: argparse.Namespace) -> int:
     k = runs[0]["k"]
     metrics = ["binary", "weighted", "valid_rate", "call_rate"]
     by = {(r["variant"], r["seed"]): r for r in runs}
-    variants = sorted({r["variant"] for r in runs}, key=lambda v: (-parse_variant(v)[0], parse_variant(v)[1]))
+    variants = sorted({r["variant"] for r in runs}, key=lambda v: (-parse_variant(v).rows, parse_variant(v)[1:]))
     reference = args.reference
+
+    def mean_tokens(variant: str) -> float | None:  # job files from before tokens were recorded: None
+        tokens = [r.get("tokens") for (v, _), r in by.items() if v == variant]
+        return sum(tokens) / len(tokens) if tokens and all(tokens) else None
     rows, lines = [], []
     for variant in variants:
         seeds = sorted(s for v, s in by if v == variant)
         mine = [by[(variant, s)] for s in seeds]
         entry: dict[str, Any] = {
             "variant": variant, "seeds": seeds,
-            "relative_cpu_compute": round(relative_compute(variant, mine[0]["layers"]), 3),
+            "relative_cpu_compute": round(relative_compute(variant, mine[0]["layers"], mean_tokens(variant),
+                                                           mean_tokens(reference)), 3),
             "priming_seconds": round(sum(r["priming_seconds"] for r in mine) / len(mine), 1),
             "last_loss": round(sum(r["losses"][-1] for r in mine) / len(mine), 4),
         }
@@ -204,8 +224,9 @@ def report(args: argparse.Namespace) -> int:
     lines = ["# Cheaper format primings against the smoke default", "",
              f"{result['n_validation']} validation prompts x k={k}, device {result['device']}; means over "
              f"seeds; the differences are paired with `{reference}` (same seed, same prompts), 95% t "
-             "interval over the seeds' mean differences. Relative CPU compute: rows x (forward over every "
-             "layer + backward over the adapted ones), 1.0 = the reference.", "",
+             "interval over the seeds' mean differences. Relative CPU compute: tokens primed on (rows where "
+             "not recorded) x (forward over every layer + backward over the adapted ones), 1.0 = the "
+             "reference.", "",
              "| variant | seeds | rel. CPU compute | last loss | binary | weighted | valid rate | call rate "
              "| binary - ref | weighted - ref | valid - ref |", "| --- " * 11 + "|"]
     for e in rows:

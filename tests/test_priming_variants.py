@@ -16,12 +16,17 @@ import priming_variants as pv  # noqa: E402
 
 
 def test_variant_names_overrides_and_compute() -> None:
-    assert pv.parse_variant("rows96") == (96, 0)
+    assert pv.parse_variant("rows96") == (96, 0, 0)
+    assert pv.parse_variant("rows128-of256-top15") == (128, 256, 15)
+    assert "priming.shortest_of=256" in pv.variant_overrides("rows128-of256", 32)
+    assert pv.relative_compute("rows128-of256", 30, 45.0, 60.0) == pytest.approx(0.75)
     assert "priming.gradient_accumulation_steps=3" in pv.variant_overrides("rows96", 32)
     assert pv.relative_compute("rows128", 30) == pytest.approx(1.0)
     assert pv.relative_compute("rows128-top15", 30) == pytest.approx(2 / 3)
     with pytest.raises(ValueError, match="rows<N>"):
         pv.parse_variant("128rows")
+    with pytest.raises(ValueError, match="cannot give"):
+        pv.parse_variant("rows128-of64")
     with pytest.raises(ValueError, match="do not split"):
         pv.variant_overrides("rows100", 32)
 

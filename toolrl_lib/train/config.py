@@ -102,6 +102,7 @@ class PrimingSection:
 
     enabled: bool = False
     num_examples: int = field(default=256, metadata={"help": "training examples used (the first N after shuffling)"})
+    shortest_of: int = field(default=0, metadata={"help": "prime on the num_examples shortest examples (prompt + completion tokens) among the first N after shuffling, kept in their order (0: the first num_examples). Priming's CPU time grows with its tokens; benchmarks/priming_variants.py measures what the choice does to the primed model"})
     max_steps: int = 32
     learning_rate: float = 1e-3
     batch_size: int = 8
@@ -348,6 +349,8 @@ def _priming_rules(c: RunConfig, rule: Rule) -> None:
     if p.enabled:
         rule(p.max_steps >= 1, "priming.max_steps", p.max_steps, "must be >= 1 when priming is enabled")
         rule(p.num_examples >= 1, "priming.num_examples", p.num_examples, "must be >= 1")
+        rule(p.shortest_of == 0 or p.shortest_of >= p.num_examples, "priming.shortest_of", p.shortest_of,
+             f"must be 0 (off) or >= priming.num_examples ({p.num_examples})")
         rule(p.batch_size >= 1, "priming.batch_size", p.batch_size, "must be >= 1")
         rule(p.learning_rate > 0, "priming.learning_rate", p.learning_rate, "must be > 0")
         rule(1 <= p.lora_r <= LORA_MAX_RANK, "priming.lora_r", p.lora_r,

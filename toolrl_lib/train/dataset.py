@@ -180,6 +180,20 @@ def priming_rows(
     return rows
 
 
+def shortest_examples(
+    examples: Sequence[Example], n: int, adapter: Any, tokenizer: Any, *, enable_thinking: bool = False,
+) -> list[Example]:
+    """The ``n`` examples whose priming row (prompt + completion) has the fewest tokens, in their
+    original order (ties: the earlier one). Priming's compute grows with its tokens."""
+    def tokens(example: Example) -> int:
+        prompt = adapter.render_prompt(example, tokenizer, enable_thinking=enable_thinking)
+        return prompt_length(tokenizer, prompt + adapter.render_completion(example.ground_truth))
+
+    lengths = [tokens(e) for e in examples]
+    keep = sorted(sorted(range(len(examples)), key=lambda i: lengths[i])[:n])
+    return [examples[i] for i in keep]
+
+
 def to_dataset(rows: list[dict[str, str]]) -> Any:
     """Rows -> ``datasets.Dataset`` (an empty list is an error: nothing to train on)."""
     from datasets import Dataset

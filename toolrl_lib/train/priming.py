@@ -72,7 +72,7 @@ def prime(
     from toolrl_lib.models import load_model, load_tokenizer
     from toolrl_lib.prompts import get_adapter
     from toolrl_lib.train.backend import peft_lora_config, top_layers
-    from toolrl_lib.train.dataset import BuildReport, priming_rows, to_dataset
+    from toolrl_lib.train.dataset import BuildReport, priming_rows, shortest_examples, to_dataset
     from toolrl_lib.train.prompt_detached import detached_prompt_trainer_class
 
     p = config.priming
@@ -80,8 +80,10 @@ def prime(
     tokenizer = load_tokenizer(base_path, padding_side="right")
     report = BuildReport()
     if rows is None:
-        rows = priming_rows(examples[: p.num_examples], get_adapter(family), tokenizer, p.max_length,
-                            enable_thinking=config.model.enable_thinking, report=report)
+        adapter, thinking = get_adapter(family), config.model.enable_thinking
+        chosen = (shortest_examples(examples[: p.shortest_of], p.num_examples, adapter, tokenizer,
+                                    enable_thinking=thinking) if p.shortest_of else examples[: p.num_examples])
+        rows = priming_rows(chosen, adapter, tokenizer, p.max_length, enable_thinking=thinking, report=report)
     else:
         for _ in rows:
             report.keep("multi_turn")
@@ -118,7 +120,7 @@ def prime(
         losses = [row["loss"] for row in trainer.state.log_history if "loss" in row]
         info = {
             "base_model": base_path, "family": family, "steps": trainer.state.global_step,
-            "examples": report.to_dict(), "train_loss": result.training_loss, "losses": losses,
+            "examples": report.to_dict(), "tokens": row_tokens(rows, tokenizer), "train_loss": result.training_loss, "losses": losses,
             "prompt_gradient": p.prompt_gradient, "top_layers": p.top_layers,
             "seconds": round(time.perf_counter() - start, 1),
         }
@@ -127,6 +129,15 @@ def prime(
     del trainer, peft_model, merged, model
     release_memory()
     return out_dir
+
+
+def row_tokens(rows: list[dict[str, Any]], tokenizer: Any) -> int:
+    """Tokens the priming trains over (prompt + completion, or a pre-tokenised row's ids): its
+    compute on a CPU grows with this number."""
+    from toolrl_lib.train.dataset import prompt_length
+
+    return sum(len(r["input_ids"]) if "input_ids" in r else prompt_length(tokenizer, r["prompt"] + r["completion"])
+               for r in rows)
 
 
 def single_process_env(env: dict[str, str], device: str, local_rank: int) -> dict[str, str]:
