@@ -97,15 +97,26 @@ def row_step(peft_model: Any, ids: Any, mask: Any) -> None:
     peft_model.zero_grad(set_to_none=True)
 
 
-def priming_breakdown(peft_model: Any, rows: list[tuple[Any, Any]], rounds: int) -> dict[str, Any]:
-    from torch.profiler import ProfilerActivity, profile
+def seconds_per_row(peft_model: Any, rows: list[tuple[Any, Any]], rounds: int, bf16: bool = False) -> list[float]:
+    """Each round's seconds per row, in fp32 or under bf16 autocast (fp32 weights, as a trainer's
+    ``bf16=True`` runs it)."""
+    import torch
 
     seconds = []
     for _ in range(rounds):
         start = time.perf_counter()
-        for ids, mask in rows:
-            row_step(peft_model, ids, mask)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            for ids, mask in rows:
+                row_step(peft_model, ids, mask)
         seconds.append((time.perf_counter() - start) / len(rows))
+    return seconds
+
+
+def priming_breakdown(peft_model: Any, rows: list[tuple[Any, Any]], rounds: int) -> dict[str, Any]:
+    from torch.profiler import ProfilerActivity, profile
+
+    seconds = seconds_per_row(peft_model, rows, rounds)
+    bf16 = seconds_per_row(peft_model, rows, rounds, bf16=True)
     with profile(activities=[ProfilerActivity.CPU], with_flops=True) as prof:
         for ids, mask in rows:
             row_step(peft_model, ids, mask)
@@ -124,6 +135,8 @@ def priming_breakdown(peft_model: Any, rows: list[tuple[Any, Any]], rounds: int)
         "rows": len(rows), "mean_tokens": round(sum(int(i.shape[1]) for i, _ in rows) / len(rows), 1),
         "mean_completion_tokens": round(sum(int(m.sum()) for _, m in rows) / len(rows), 1),
         "seconds_per_row": round(min(seconds), 3), "rounds_seconds_per_row": [round(s, 3) for s in seconds],
+        "bf16_autocast_seconds_per_row": round(min(bf16), 3),
+        "rounds_bf16_autocast_seconds_per_row": [round(s, 3) for s in bf16],
         "share": {k: round(v / total, 3) for k, v in share.items()},
         "matmul_gflops_per_s": round(matmul_flops / (share["matmul"] * 1e-6) / 1e9, 1),
     }
@@ -306,21 +319,35 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def bf16_instructions() -> list[str]:
+    """The CPU's native bf16 instruction sets (Linux flags ``amx_bf16``, ``avx512_bf16``): where
+    there are none, bf16 matrix products are emulated."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            flags = next((line.split(":", 1)[1].split() for line in cpuinfo if line.startswith("flags")), [])
+    except OSError:
+        return []
+    return sorted({"amx_bf16", "avx512_bf16"} & set(flags))
+
+
 def markdown(result: dict[str, Any]) -> str:
     p, a = result["priming"], result["attention"]
     lines = [
         "# CPU floor of the smoke workbook's two remaining costs",
         "",
-        f"{result['cpus']} CPU(s) ({result['cpu_model']}), torch {result['torch']}, threads {result['threads']}; "
+        f"{result['cpus']} CPU(s) ({result['cpu_model']}; native bf16: "
+        f"{', '.join(result.get('bf16_instructions', [])) or 'none'}), torch {result['torch']}, threads {result['threads']}; "
         f"`{result['command']}`; fastest of {result['rounds']} rounds.",
         "",
         f"## Priming: {p['rows']} rows of ~{p['mean_tokens']:.0f} tokens "
         f"(~{p['mean_completion_tokens']:.0f} trained), forward + backward",
         "",
-        "| seconds / row | matrix products | attention | other | products' rate | plain matmul rate |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| seconds / row | matrix products | attention | other | products' rate | plain matmul rate "
+        "| bf16 autocast s / row |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
         f"| {p['seconds_per_row']} | {p['share']['matmul']:.0%} | {p['share']['attention']:.0%} | "
-        f"{p['share']['other']:.0%} | {p['matmul_gflops_per_s']} GFLOP/s | {result['plain_matmul_gflops_per_s']} GFLOP/s |",
+        f"{p['share']['other']:.0%} | {p['matmul_gflops_per_s']} GFLOP/s | {result['plain_matmul_gflops_per_s']} GFLOP/s "
+        f"| {p.get('bf16_autocast_seconds_per_row', '–')} |",
         "",
         f"## Attention of one ~{p['mean_tokens']:.0f}-token row, forward + backward, one layer",
         "",
@@ -367,6 +394,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python benchmarks/cpu_floor.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "cpus": os.cpu_count(), "threads": torch.get_num_threads(), "torch": torch.__version__,
         "machine": platform.processor() or platform.machine(), "cpu_model": cpu_model(),
+        "bf16_instructions": bf16_instructions(),
         "library_decode": "W @ x.T" if weight_major_linear.MAX_ROWS else "F.linear",
         "rounds": args.rounds,
         "priming": priming,
