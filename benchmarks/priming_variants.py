@@ -1,11 +1,12 @@
 """Cheaper format primings against the smoke default, over several seeds, on the validation set.
 
 Priming is a third of the smoke workbook's time on a 2-core CPU and compute-bound (128 rows of
-~520 tokens forward and back). Two ways to spend less: fewer rows (the step count stays, each
+~520 tokens forward and back). Three ways to spend less: fewer rows (the step count stays, each
 step averages fewer rows), the shortest rows of a larger pool (fewer tokens a row) and LoRA on
-the top layers only (the backward stops at the lowest adapted layer). Whether the primed model stays as good is measured here, not assumed: each
-variant x seed primes from the embedded model and scores the primed model on the validation
-prompts (more of them and more samples than the workbook takes). A seed changes the priming
+the top layers only (the backward stops at the lowest adapted layer). Whether the primed model
+stays as good is measured here, not assumed: each variant x seed primes from the embedded
+model and scores the primed model on the validation prompts (more of them and more samples than
+the workbook takes). A seed changes the priming
 rows (the training set's shuffle), the LoRA initialisation and the sampling, so the spread over
 seeds is the run-to-run noise a choice has to beat.
 

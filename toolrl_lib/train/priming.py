@@ -120,7 +120,8 @@ def prime(
         losses = [row["loss"] for row in trainer.state.log_history if "loss" in row]
         info = {
             "base_model": base_path, "family": family, "steps": trainer.state.global_step,
-            "examples": report.to_dict(), "tokens": row_tokens(rows, tokenizer), "train_loss": result.training_loss, "losses": losses,
+            "examples": report.to_dict(), "tokens": row_tokens(rows, tokenizer),
+            "train_loss": result.training_loss, "losses": losses,
             "prompt_gradient": p.prompt_gradient, "top_layers": p.top_layers,
             "seconds": round(time.perf_counter() - start, 1),
         }
