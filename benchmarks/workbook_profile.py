@@ -94,10 +94,11 @@ def read_stages(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def stage_rows(stages: list[dict[str, Any]], samples: list[tuple]) -> list[dict[str, Any]]:
-    """One row per stage occurrence, in start order, with its seconds and peak RSS; where the
-    samples carry RSS by pid, also the RSS of the stage's own process at its first and last
-    sample (what a stage leaves behind in a long-lived kernel)."""
+def stage_rows(stages: list[dict[str, Any]], samples: list[tuple[float, int, int, dict[int, int]]]
+               ) -> list[dict[str, Any]]:
+    """One row per stage occurrence, in start order, with its seconds and peak RSS, and the RSS of
+    the stage's own process at its first and last sample (what a stage leaves behind in a
+    long-lived kernel)."""
     rows = []
     for s in sorted(stages, key=lambda s: s["start"]):
         inside = [sample for sample in samples if s["start"] <= sample[0] <= s["end"]]
@@ -105,7 +106,7 @@ def stage_rows(stages: list[dict[str, Any]], samples: list[tuple]) -> list[dict[
             "stage": s["stage"], "seconds": round(s["end"] - s["start"], 1),
             "peak_rss_gib": round(max(sample[1] for sample in inside) / GIB, 2) if inside else None,
         }
-        own = [sample[3][s["pid"]] for sample in inside if len(sample) > 3 and s.get("pid") in sample[3]]
+        own = [sample[3][s["pid"]] for sample in inside if s.get("pid") in sample[3]]
         if own:
             row["own_rss_start_gib"], row["own_rss_end_gib"] = round(own[0] / GIB, 2), round(own[-1] / GIB, 2)
         rows.append(row)
@@ -181,7 +182,7 @@ def markdown(runs: dict[str, dict[str, Any]], notes: str = "") -> str:
     lines.append("| **whole run** | " + " | ".join(
         f"**{runs[label]['total_seconds']:.0f}** | **{runs[label]['peak_rss_gib']:.2f}**" for label in labels) + " |")
     lines += ["", "| run | commit | date | cpus | exit | whole-tree peak RSS GiB | largest VmHWM GiB | command |",
-              "| --- |" * 8]
+              "| --- " * 8 + "|"]
     for label, run in runs.items():
         m = run["machine"]
         hwm = f"{run['peak_hwm_gib']:.2f}" if run.get("peak_hwm_gib") else "–"

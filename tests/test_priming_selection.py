@@ -67,3 +67,16 @@ def test_priming_on_the_shortest_rows_trains_on_fewer_tokens(tiny, tmp_path):
     assert tokens[0] == sum(lengths[:4])             # the first four
     assert tokens[8] == sum(sorted(lengths)[:4])     # the four shortest of eight
     assert tokens[8] < tokens[0]
+
+
+def test_pre_tokenised_rows_count_their_ids(tiny, tmp_path):
+    """Multi-turn priming hands ready rows (``input_ids`` + ``completion_mask``): their ids are the tokens."""
+    from tests.test_train_run import tiny_overrides
+    from toolrl_lib.train.priming import PRIMING_MARKER, prime
+
+    rows = [{"input_ids": list(range(5, 5 + n)), "completion_mask": [0] * (n - 3) + [1] * 3} for n in (12, 20)]
+    config = load_run_config(None, tiny_overrides(tiny, **{
+        "priming.enabled": "true", "priming.max_steps": 1, "priming.batch_size": 2}))
+    out = prime(config, str(tiny / "model"), [], "hermes", tmp_path / "primed", "cpu", rows=rows)
+    info = json.loads((out / PRIMING_MARKER).read_text())
+    assert info["tokens"] == 32 and info["examples"]["kinds"] == {"multi_turn": 2}

@@ -26,6 +26,7 @@ class BuildReport:
 
     dropped: dict[str, int] = field(default_factory=dict)
     kinds: dict[str, int] = field(default_factory=dict)  # kept rows per example kind
+    tokens: int = 0  # prompt + completion tokens of the kept rows, where the builder counts them (priming)
 
     @property
     def kept(self) -> int:
@@ -34,8 +35,9 @@ class BuildReport:
     def drop(self, reason: str) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + 1
 
-    def keep(self, kind: str) -> None:
+    def keep(self, kind: str, tokens: int = 0) -> None:
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
+        self.tokens += tokens
 
     def to_dict(self) -> dict[str, Any]:
         return {"kept": self.kept, "dropped": dict(self.dropped), "kinds": dict(sorted(self.kinds.items()))}
@@ -172,11 +174,12 @@ def priming_rows(
     for example in examples:
         prompt = adapter.render_prompt(example, tokenizer, enable_thinking=enable_thinking)
         completion = adapter.render_completion(example.ground_truth)
-        if prompt_length(tokenizer, prompt + completion) + 1 > max_length:
+        tokens = prompt_length(tokenizer, prompt + completion)
+        if tokens + 1 > max_length:
             report.drop("too_long")
             continue
         rows.append({"prompt": prompt, "completion": completion})
-        report.keep(example.kind)
+        report.keep(example.kind, tokens)
     return rows
 
 

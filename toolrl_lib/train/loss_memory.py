@@ -27,7 +27,7 @@ ROLLOUT_PHASE = "_generate_and_score_completions"
 def install(trainer: Any, threshold: int) -> bool:
     """Hook ``trainer`` so its loss phase maps blocks >= ``threshold`` bytes on their own; False
     (nothing hooked) for a threshold of 0 or where the C library cannot be told."""
-    if threshold <= 0 or not set_mmap_threshold(threshold):
+    if not set_mmap_threshold(threshold):  # False for 0 and off glibc
         return False
 
     def rollout_phase(call: Any, *args: Any, **kwargs: Any) -> Any:

@@ -85,8 +85,8 @@ def prime(
                                     enable_thinking=thinking) if p.shortest_of else examples[: p.num_examples])
         rows = priming_rows(chosen, adapter, tokenizer, p.max_length, enable_thinking=thinking, report=report)
     else:
-        for _ in rows:
-            report.keep("multi_turn")
+        for row in rows:
+            report.keep("multi_turn", len(row["input_ids"]))
     dataset = to_dataset(rows)
     torch.manual_seed(config.seed)
     model = load_model(base_path, dtype=config.model.dtype, device=device)
@@ -120,7 +120,7 @@ def prime(
         losses = [row["loss"] for row in trainer.state.log_history if "loss" in row]
         info = {
             "base_model": base_path, "family": family, "steps": trainer.state.global_step,
-            "examples": report.to_dict(), "tokens": row_tokens(rows, tokenizer),
+            "examples": report.to_dict(), "tokens": report.tokens,
             "train_loss": result.training_loss, "losses": losses,
             "prompt_gradient": p.prompt_gradient, "top_layers": p.top_layers,
             "seconds": round(time.perf_counter() - start, 1),
@@ -130,15 +130,6 @@ def prime(
     del trainer, peft_model, merged, model
     release_memory()
     return out_dir
-
-
-def row_tokens(rows: list[dict[str, Any]], tokenizer: Any) -> int:
-    """Tokens the priming trains over (prompt + completion, or a pre-tokenised row's ids): its
-    compute on a CPU grows with this number."""
-    from toolrl_lib.train.dataset import prompt_length
-
-    return sum(len(r["input_ids"]) if "input_ids" in r else prompt_length(tokenizer, r["prompt"] + r["completion"])
-               for r in rows)
 
 
 def single_process_env(env: dict[str, str], device: str, local_rank: int) -> dict[str, str]:
