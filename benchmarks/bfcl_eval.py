@@ -23,10 +23,15 @@ import pandas as pd
 from toolrl_lib.data.bfcl import SCORED_SINGLE_TURN
 from toolrl_lib.evaluate import analysis
 from toolrl_lib.evaluate.backends import load_for_eval
-from toolrl_lib.evaluate.bfcl_results import read_results, result_file, write_results
+from toolrl_lib.evaluate.bfcl_results import (
+    generations_file,
+    read_results,
+    result_file,
+    write_results,
+)
 from toolrl_lib.evaluate.bfcl_venv import ensure_bfcl_venv
 from toolrl_lib.evaluate.replay import replay_ground_truth
-from toolrl_lib.evaluate.runner import generate_pending, generations_file, parse_categories
+from toolrl_lib.evaluate.runner import generate_pending, parse_categories
 from toolrl_lib.evaluate.scorer import score
 from toolrl_lib.paths import project_root
 

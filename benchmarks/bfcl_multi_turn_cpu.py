@@ -20,12 +20,11 @@ from pathlib import Path
 
 from toolrl_lib.evaluate import bfcl_results as results
 from toolrl_lib.evaluate.backends import load_for_eval
-from toolrl_lib.evaluate.multi_turn_runner import (
+from toolrl_lib.evaluate.bfcl_multi_turn.runner import (
     MultiTurnSettings,
     generate_multi_turn_pending,
     model_window,
 )
-from toolrl_lib.evaluate.runner import generations_file
 from toolrl_lib.paths import project_root
 
 
@@ -57,7 +56,7 @@ def run_mode(loaded, mode: str, args: argparse.Namespace, work: Path) -> dict:
     finally:
         decode.PrefixCache = real
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    rows = [r for c in args.categories for r in results.read_results(generations_file(out, c))]
+    rows = [r for c in args.categories for r in results.read_results(results.generations_file(out, c))]
     cache = Counting.last
     return {
         "mode": mode, "entries": len(rows), "steps": sum(r["steps"] for r in rows),

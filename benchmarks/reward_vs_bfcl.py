@@ -25,7 +25,7 @@ from toolrl_lib.evaluate import reward_check as rc
 RULES = """Rules of the reward (`scheme="binary"`) as checked here, after issue 18's fixes: the verdict reads the
 calls the parser decodes, whatever text surrounds them (BFCL's rule; on a no-call entry, text from which no call
 decodes is an abstention); an integer parameter wants a JSON integer (`5.0` is a float, as in BFCL's type check);
-a ground truth with BFCL's accepted-value lists accepts any of them (`toolrl_lib.rewards.accepted`). Deliberate
+a ground truth with BFCL's accepted-value lists accepts any of them (`toolrl_lib.rewards.matching`). Deliberate
 deviations, kept: strings with an `enum`/`pattern`/`format` compare case-sensitively (BFCL folds case everywhere;
 an API refuses a wrong-case enum), and free-text strings compare after collapsing whitespace and case only (BFCL
 also deletes ` ,./-_*^`, so `3.5` equals `35` there); java/javascript arguments are compared as the strings the

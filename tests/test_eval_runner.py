@@ -22,7 +22,7 @@ def test_generation_is_resumable(tiny_dir, tmp_path, monkeypatch):
                   run_scorer=False, label="tiny")
     first = runner.evaluate_bfcl(tiny_dir, tmp_path, limit=2, **kwargs)
     assert first.timings["generated"] == 4
-    rows = results.read_results(runner.generations_file(tmp_path, "simple_python"))
+    rows = results.read_results(results.generations_file(tmp_path, "simple_python"))
     assert sorted(r["id"] for r in rows) == ["simple_python_0", "simple_python_1"]
     assert set(rows[0]) >= {"id", "result", "raw", "format_valid", "n_calls"}
     more = runner.evaluate_bfcl(tiny_dir, tmp_path, limit=3, **kwargs)
@@ -39,7 +39,7 @@ def test_generation_is_resumable(tiny_dir, tmp_path, monkeypatch):
     # a smaller limit re-scores a subset without losing the cached generations
     runner.evaluate_bfcl(tiny_dir, tmp_path, limit=1, **kwargs)
     assert len(results.read_results(results.result_file(tmp_path, "tiny", "irrelevance"))) == 1
-    assert len(results.read_results(runner.generations_file(tmp_path, "irrelevance"))) == 3
+    assert len(results.read_results(results.generations_file(tmp_path, "irrelevance"))) == 3
     info = json.loads((tmp_path / "run.json").read_text())
     assert info["family"] == "hermes" and info["categories"] == ["simple_python", "irrelevance"]
 
@@ -124,7 +124,7 @@ def test_small_categories_share_generate_calls(tiny_dir, tmp_path):
     n = runner.generate_pending(loader, tmp_path, cats, "hermes", limit=2, chunk=4)
     assert n == 6 and calls == [4, 2]
     for category in cats:
-        ids = sorted(r["id"] for r in results.read_results(runner.generations_file(tmp_path, category)))
+        ids = sorted(r["id"] for r in results.read_results(results.generations_file(tmp_path, category)))
         assert ids == sorted(ex.id for ex in load_bfcl_examples(category, limit=2))
     assert runner.generate_pending(loader, tmp_path, cats, "hermes", limit=2, chunk=4) == 0
     assert calls == [4, 2]  # nothing pending: no call, no model load
@@ -144,16 +144,16 @@ def test_scoring_a_common_subset_of_existing_generations(tiny_dir, tmp_path):
 
 def test_chunks_respect_the_token_budget():
     # budget 100, 10 new tokens: lengths 10 -> (n x 20) fits 5; 30 -> (n x 40) fits 2; 95 alone
-    spans = runner.plan_chunks([10, 10, 10, 10, 10, 10, 30, 30, 30, 95], 4, 100, 10)
+    spans = results.plan_chunks([10, 10, 10, 10, 10, 10, 30, 30, 30, 95], 4, 100, 10)
     assert spans == [(0, 4), (4, 6), (6, 8), (8, 9), (9, 10)]
     for start, stop in spans[:-1]:
         assert (stop - start) <= 4
     with pytest.raises(ValueError, match="sorted"):
-        runner.plan_chunks([30, 10], 4, 100, 10)
-    assert runner.plan_chunks([10] * 5 + [900], 4, None, 10) == [(0, 4), (4, 6)]  # no token cap
+        results.plan_chunks([30, 10], 4, 100, 10)
+    assert results.plan_chunks([10] * 5 + [900], 4, None, 10) == [(0, 4), (4, 6)]  # no token cap
     for bad_budget, bad_batch in ((0, 4), (-5, 4), (100, 0)):
         with pytest.raises(ValueError, match=">= 1"):
-            runner.plan_chunks([10, 20], bad_batch, bad_budget, 10)
+            results.plan_chunks([10, 20], bad_batch, bad_budget, 10)
 
 
 def test_token_budget_splits_long_prompts_into_smaller_calls(tiny_dir, tmp_path):

@@ -191,7 +191,7 @@ def test_accepted_lists_take_any_bfcl_value():
 
 
 def test_accepted_nested_dicts_and_lists_of_dicts():
-    from toolrl_lib.rewards.accepted import accepted_credit
+    from toolrl_lib.rewards.matching import accepted_credit
 
     accepted = {"point": [{"x": [1, 2], "y": ["", 0]}], "rows": [[{"k": ["a", "A"]}, {"k": ["b"]}]]}
     assert accepted_credit({"point": {"x": 2}, "rows": [{"k": "a"}, {"k": "b"}]}, accepted, {}) == 1

@@ -127,9 +127,8 @@ def category_rows(label: str, folder: Path) -> tuple[list[dict[str, Any]], dict[
     import pandas as pd
 
     from toolrl_lib.evaluate import bfcl_results as results
-    from toolrl_lib.evaluate.multi_turn_report import multi_turn_summary
+    from toolrl_lib.evaluate.bfcl_multi_turn.report import multi_turn_summary
     from toolrl_lib.evaluate.rescore import score_folder
-    from toolrl_lib.evaluate.runner import generations_file
 
     scored = score_folder(folder)
     table = pd.read_csv(folder / "multi_turn.csv")
@@ -137,7 +136,7 @@ def category_rows(label: str, folder: Path) -> tuple[list[dict[str, Any]], dict[
     rows = []
     for row in scored.summary:
         category = row["category"]
-        lines = results.read_results(generations_file(folder, category))
+        lines = results.read_results(results.generations_file(folder, category))
         wanted = set(table.loc[table["category"] == category, "id"].astype(str))
         lines = [r for r in lines if str(r["id"]) in wanted]
         extra = turns.get(category, {})

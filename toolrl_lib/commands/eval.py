@@ -91,7 +91,7 @@ def _bfcl(args: argparse.Namespace) -> int:
         get_adapter(args.family)
     if args.multi_turn_max_new_tokens < 1:
         raise ValueError(f"--multi-turn-max-new-tokens must be >= 1, got {args.multi_turn_max_new_tokens}")
-    from toolrl_lib.evaluate.multi_turn_runner import MultiTurnSettings
+    from toolrl_lib.evaluate.bfcl_multi_turn.runner import MultiTurnSettings
 
     if args.multi_turn_step_limit < 1:
         raise ValueError(f"--multi-turn-step-limit must be >= 1, got {args.multi_turn_step_limit}")
@@ -142,7 +142,7 @@ def _compare(args: argparse.Namespace) -> int:
 def _score(args: argparse.Namespace) -> int:
     import pandas as pd
 
-    from toolrl_lib.evaluate.multi_turn_report import overall_note
+    from toolrl_lib.evaluate.bfcl_summary import overall_note
     from toolrl_lib.evaluate.rescore import score_folder
     from toolrl_lib.paths import resolve
 

@@ -1,6 +1,6 @@
 """Running a model's calls against one episode's app, safely.
 
-The rules of the BFCL multi-turn executor (``toolrl_lib.evaluate.multi_turn_env``), applied
+The rules of the BFCL multi-turn executor (``toolrl_lib.evaluate.bfcl_multi_turn.env``), applied
 in-process because the apps are ours (pure Python over a small JSON state):
 
 * only names in the tools on offer *and* public methods of the app run (never ``_...``);
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolrl_lib.envs.base import Environment, Task, ToolError
-from toolrl_lib.evaluate.multi_turn_env import validate_call
+from toolrl_lib.evaluate.bfcl_multi_turn.env import validate_call
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),

@@ -6,6 +6,10 @@ parsed with its family's adapter and the calls are re-rendered in that one forma
 is then format-agnostic and a format problem shows up as "no call" rather than as a
 parser quirk. The raw text and our parse verdict travel along in extra fields (BFCL
 ignores them) for call-rate and format-validity statistics.
+
+Also here, because both the single-turn and the multi-turn runner need them: the file
+names of an evaluation folder (``generations_file``, ``result_file``, ``score_file``) and
+the cutting of length-sorted prompts into generation batches (``plan_chunks``).
 """
 
 from __future__ import annotations
@@ -54,6 +58,11 @@ def score_file(root: str | Path, model_name: str, category: str) -> Path:
     return Path(root) / "score" / model_name / category_group(category) / (
         f"{PREFIX}_{category}_score.json"
     )
+
+
+def generations_file(out_dir: str | Path, category: str) -> Path:
+    """Every completion made so far for ``category`` (the resume cache of an evaluation)."""
+    return Path(out_dir) / "generations" / f"{category}.jsonl"
 
 
 def render_calls(calls: list[dict[str, Any]]) -> str:
@@ -144,3 +153,35 @@ def write_results(path: str | Path, rows: Iterable[dict[str, Any]]) -> int:
     if path.exists():
         path.unlink()
     return append_results(path, rows)
+
+
+def check_batch_limits(max_prompts: int, max_batch_tokens: int | None) -> None:
+    """Refuse a generation batch of < 1 prompt or a token budget < 1 (None = no cap)."""
+    if max_prompts < 1:
+        raise ValueError(f"the batch size must be >= 1 prompt, got {max_prompts}")
+    if max_batch_tokens is not None and max_batch_tokens < 1:
+        raise ValueError(f"max_batch_tokens must be >= 1 token (or None: no cap), got {max_batch_tokens}")
+
+
+def plan_chunks(
+    prompt_tokens: list[int], max_prompts: int, max_batch_tokens: int | None, max_new_tokens: int
+) -> list[tuple[int, int]]:
+    """Cut prompts sorted by length into ``(start, stop)`` spans of at most ``max_prompts``
+    whose padded size, count x (longest + ``max_new_tokens``), stays within ``max_batch_tokens``
+    (no token cap when it is None).
+
+    A prompt too long for the budget on its own still gets a span of one (generation may
+    then run out of memory, but the entry is not skipped silently)."""
+    check_batch_limits(max_prompts, max_batch_tokens)
+    budget = max_batch_tokens if max_batch_tokens is not None else float("inf")
+    if any(b < a for a, b in zip(prompt_tokens, prompt_tokens[1:], strict=False)):
+        raise ValueError("plan_chunks needs prompt lengths sorted ascending")
+    spans, start = [], 0
+    while start < len(prompt_tokens):
+        stop = start + 1
+        while (stop < len(prompt_tokens) and stop - start < max_prompts
+               and (stop + 1 - start) * (prompt_tokens[stop] + max_new_tokens) <= budget):
+            stop += 1
+        spans.append((start, stop))
+        start = stop
+    return spans

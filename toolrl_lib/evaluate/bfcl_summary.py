@@ -1,4 +1,4 @@
-"""BFCL v4's own summary, restricted to the single-turn parts, with paired bootstrap CIs.
+"""BFCL v4's own summary formulas: its Overall, the single-turn summary, paired bootstrap CIs.
 
 How bfcl-eval 2026.3.23 builds its overall table (``eval_runner_helper.generate_leaderboard_csv``),
 reproduced here for the single-turn categories:
@@ -20,6 +20,10 @@ their own sum (30), i.e. the plain mean of Non-live, Live and Irrelevance. So BF
 (multi-turn and agentic count as 0 there), which the tests check against the scorer's
 ``data_overall.csv``.
 
+``bfcl_overall`` computes the Overall with those weights over the parts that ran completely
+(multi-turn included), renormalised by their weights, names the parts and categories that
+did not run, and also gives the number BFCL's own CSV shows (missing parts counted as 0).
+
 ``compare_summary`` gives B - A on the summary and its parts with a paired bootstrap that
 resamples the entries *within each category* (the same indices for both models), so every
 replicate keeps BFCL's per-category weighting.
@@ -33,6 +37,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from toolrl_lib.data.bfcl import MEMORY, MULTI_TURN, WEB_SEARCH
 
 NON_LIVE_SIMPLE = ("simple_python", "simple_java", "simple_javascript")
 NON_LIVE_OTHER = ("multiple", "parallel", "parallel_multiple")
@@ -52,6 +58,14 @@ METRIC_CATEGORIES = {  # the entries each metric is computed over (its ``n``)
     "live_ast": LIVE_AST, "irrelevance": IRRELEVANCE,
     "accuracy_when_called_non_live_ast": NON_LIVE_AST, "accuracy_when_called_live_ast": LIVE_AST,
     "call_rate_non_live_ast": NON_LIVE_AST, "call_rate_irrelevance": IRRELEVANCE,
+}
+# BFCL v4's Overall: its five parts and the categories each needs.
+PART_CATEGORIES: dict[str, tuple[str, ...]] = {
+    "non_live": NON_LIVE_SIMPLE + NON_LIVE_OTHER,
+    "live": LIVE_AST,
+    "irrelevance": IRRELEVANCE,
+    "multi_turn": MULTI_TURN,
+    "agentic": WEB_SEARCH + MEMORY,
 }
 # data_overall.csv columns -> our names
 CSV_COLUMNS = {"Overall Acc": "overall", "Non-Live AST Acc": "non_live_ast", "Live Acc": "live_ast",
@@ -176,3 +190,57 @@ def read_overall_csv(root: str | Path, model_name: str) -> dict[str, float | Non
         text = rows[0].get(column, "N/A")
         out[key] = None if text in ("N/A", "", None) else float(text.rstrip("%")) / 100
     return out
+
+
+def bfcl_overall(summary: pd.DataFrame | list[dict[str, Any]], full_categories: bool = True) -> dict[str, Any]:
+    """BFCL's Overall over the parts that ran, with the missing parts and categories named.
+
+    Parts as bfcl-eval builds them: non-live = mean(mean of the simple_* three, multiple,
+    parallel, parallel_multiple); live = entry-weighted mean of the four live AST
+    categories; irrelevance = mean(irrelevance, live_irrelevance); multi-turn = mean of its
+    four categories; agentic (web search, memory) never runs here. A part counts only when
+    all its categories were scored.
+    """
+    frame = pd.DataFrame(summary)
+    acc = dict(zip(frame["category"], frame["accuracy"], strict=True)) if len(frame) else {}
+    n = dict(zip(frame["category"], frame["n"], strict=True)) if len(frame) else {}
+    values: dict[str, float | None] = {}
+    for part, categories in PART_CATEGORIES.items():
+        if not all(c in acc for c in categories):
+            values[part] = None
+        elif part == "non_live":
+            simple = sum(acc[c] for c in NON_LIVE_SIMPLE) / len(NON_LIVE_SIMPLE)
+            values[part] = (simple + sum(acc[c] for c in NON_LIVE_OTHER)) / 4
+        elif part == "live":
+            values[part] = sum(acc[c] * n[c] for c in categories) / sum(n[c] for c in categories)
+        else:
+            values[part] = sum(acc[c] for c in categories) / len(categories)
+    ran = [p for p, v in values.items() if v is not None]
+    weight = sum(OVERALL_WEIGHTS[p] for p in ran)
+    overall = sum(OVERALL_WEIGHTS[p] * values[p] for p in ran) / weight if ran else None  # type: ignore[operator]
+    return {
+        "parts": values,
+        "parts_run": ran,
+        "parts_missing": [p for p in PART_CATEGORIES if p not in ran],
+        "categories_missing": [c for p in PART_CATEGORIES for c in PART_CATEGORIES[p] if c not in acc],
+        "weights": {p: OVERALL_WEIGHTS[p] for p in PART_CATEGORIES},
+        "overall_over_parts_run": overall,
+        "weight_share_run": weight / sum(OVERALL_WEIGHTS.values()),
+        "bfcl_overall_missing_as_zero": sum(OVERALL_WEIGHTS[p] * values[p] for p in ran)  # type: ignore[operator]
+        / sum(OVERALL_WEIGHTS.values()),
+        "partial": not full_categories,
+    }
+
+
+def overall_note(overall: dict[str, Any]) -> str:
+    """One honest sentence for a report."""
+    if overall["overall_over_parts_run"] is None:
+        return "BFCL Overall: no part of it ran completely."
+    missing = ", ".join(overall["categories_missing"]) or "none"
+    return (
+        f"BFCL Overall over the parts that ran ({', '.join(overall['parts_run'])}; "
+        f"{overall['weight_share_run']:.0%} of BFCL's weight): {overall['overall_over_parts_run']:.4f}. "
+        f"Not run: {missing}. BFCL's own Overall (missing = 0): "
+        f"{overall['bfcl_overall_missing_as_zero']:.4f}."
+        + (" Subset (--limit) estimate." if overall.get("partial") else "")
+    )

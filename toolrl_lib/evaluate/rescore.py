@@ -2,7 +2,7 @@
 
 A folder written by ``toolrl eval bfcl`` here, on another machine, by vLLM or by hand is
 scored the same safe way: every result file under ``DIR/result/<name>/`` is first passed
-through the sanitiser (``multi_turn_results``; single-turn lines are re-rendered
+through the sanitiser (``bfcl_multi_turn.results``; single-turn lines are re-rendered
 canonically too), in place, the original lines kept in ``unsanitised_result``; only then
 does BFCL's official scorer see it. Lines with ids that are not in the category, or
 repeated ids, are dropped (and counted).
@@ -15,18 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolrl_lib.data.bfcl import MULTI_TURN, PREFIX, SCORED_SINGLE_TURN, load_bfcl_entries
-from toolrl_lib.evaluate import bfcl_results as results
-
-
-@dataclass
-class SanitiseReport:
-    """What the sanitiser did to one result file."""
-
-    category: str
-    lines: int
-    changed: int
-    dropped: int
+from toolrl_lib.data.bfcl import MULTI_TURN, PREFIX, SCORED_SINGLE_TURN
+from toolrl_lib.evaluate.bfcl_multi_turn.results import SanitiseReport, sanitise_folder
 
 
 @dataclass
@@ -60,48 +50,12 @@ def model_names(root: str | Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
 
 
-def sanitise_result_file(path: str | Path, category: str, pool: Any = None) -> SanitiseReport:
-    """Rewrite one result file in place so that BFCL can score it without running code."""
-    from toolrl_lib.evaluate.multi_turn_results import (
-        sanitise_multi_turn_row,
-        sanitise_single_turn_row,
-    )
-
-    path = Path(path)
-    rows = results.read_results(path)
-    entries = {str(e["id"]): e for e in load_bfcl_entries(category)}
-    clean, seen, changed = [], set(), 0
-    for row in rows:
-        key = str(row.get("id")) if isinstance(row, dict) else None
-        if key not in entries or key in seen:
-            continue
-        seen.add(key)
-        if category in MULTI_TURN:
-            new = sanitise_multi_turn_row(row, entries[key], pool)
-        else:
-            new = sanitise_single_turn_row(row)
-        new["id"] = entries[key]["id"]
-        changed += "unsanitised_result" in new and "unsanitised_result" not in row
-        clean.append(new)
-    results.write_results(path, clean)
-    return SanitiseReport(category, len(rows), changed, len(rows) - len(clean))
-
-
-def sanitise_folder(root: str | Path, name: str, categories: list[str]) -> list[SanitiseReport]:
-    from toolrl_lib.evaluate.multi_turn_env import EnvPool
-
-    reports = []
-    with EnvPool() as pool:
-        for category in categories:
-            reports.append(sanitise_result_file(results.result_file(root, name, category), category, pool))
-    return reports
-
-
 def score_folder(root: str | Path, name: str | None = None) -> ScoredFolder:
     """Sanitise and score every BFCL result file of ``root``; writes ``entries.csv``,
     ``summary.csv``, ``multi_turn.csv`` (when multi-turn ran) and ``score.json``."""
     from toolrl_lib.evaluate.analysis import entries_table, summary_table
-    from toolrl_lib.evaluate.multi_turn_report import bfcl_overall, multi_turn_table
+    from toolrl_lib.evaluate.bfcl_multi_turn.report import multi_turn_table
+    from toolrl_lib.evaluate.bfcl_summary import bfcl_overall
     from toolrl_lib.evaluate.scorer import score
 
     root = Path(root).resolve()

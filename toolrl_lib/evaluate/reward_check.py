@@ -23,8 +23,7 @@ from typing import Any
 import pandas as pd
 
 from toolrl_lib.data.example import Example
-from toolrl_lib.rewards.accepted import ACCEPTED, with_accepted
-from toolrl_lib.rewards.matching import assign, tool_properties
+from toolrl_lib.rewards.matching import ACCEPTED, assign, tool_properties, with_accepted
 
 CHECKED_CATEGORIES = ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel",
                       "parallel_multiple", "live_simple", "live_multiple", "live_parallel",

@@ -80,10 +80,6 @@ class BfclRun:
         return asdict(self)
 
 
-def generations_file(out_dir: str | Path, category: str) -> Path:
-    return Path(out_dir) / "generations" / f"{category}.jsonl"
-
-
 def generate_pending(
     loader: Any,
     out_dir: Path,
@@ -114,7 +110,7 @@ def generate_pending(
     state = state if state is not None else {}
     todo = []
     for category in categories:
-        done = results.done_ids(generations_file(out_dir, category))
+        done = results.done_ids(results.generations_file(out_dir, category))
         todo += [(category, ex) for ex in load_bfcl_examples(category, limit=limit)
                  if ex.id not in done]
     if not todo:
@@ -133,7 +129,7 @@ def generate_pending(
     counted = [(_token_count(loaded.tokenizer, item[0]), item) for item in rendered]
     counted.sort(key=lambda pair: pair[0])  # similar lengths per batch: less padding
     rendered = [item for _, item in counted]
-    spans = plan_chunks([n for n, _ in counted], chunk, max_batch_tokens, max_new_tokens)
+    spans = results.plan_chunks([n for n, _ in counted], chunk, max_batch_tokens, max_new_tokens)
     label = categories[0] if len(categories) == 1 else f"{len(categories)} categories"
     bar = _bar(len(todo), label, progress)
     for start, stop in spans:
@@ -143,44 +139,12 @@ def generate_pending(
         for (_, category, ex), text in zip(part, texts, strict=True):
             by_category.setdefault(category, []).append(results.to_result_entry(ex.id, text, family))
         for category, rows in by_category.items():
-            results.append_results(generations_file(out_dir, category), rows)
+            results.append_results(results.generations_file(out_dir, category), rows)
         if bar is not None:
             bar.update(len(part))
     if bar is not None:
         bar.close()
     return len(todo)
-
-
-def check_batch_limits(max_prompts: int, max_batch_tokens: int | None) -> None:
-    """Refuse a generation batch of < 1 prompt or a token budget < 1 (None = no cap)."""
-    if max_prompts < 1:
-        raise ValueError(f"the batch size must be >= 1 prompt, got {max_prompts}")
-    if max_batch_tokens is not None and max_batch_tokens < 1:
-        raise ValueError(f"max_batch_tokens must be >= 1 token (or None: no cap), got {max_batch_tokens}")
-
-
-def plan_chunks(
-    prompt_tokens: list[int], max_prompts: int, max_batch_tokens: int | None, max_new_tokens: int
-) -> list[tuple[int, int]]:
-    """Cut prompts sorted by length into ``(start, stop)`` spans of at most ``max_prompts``
-    whose padded size, count x (longest + ``max_new_tokens``), stays within ``max_batch_tokens``
-    (no token cap when it is None).
-
-    A prompt too long for the budget on its own still gets a span of one (generation may
-    then run out of memory, but the entry is not skipped silently)."""
-    check_batch_limits(max_prompts, max_batch_tokens)
-    budget = max_batch_tokens if max_batch_tokens is not None else float("inf")
-    if any(b < a for a, b in zip(prompt_tokens, prompt_tokens[1:], strict=False)):
-        raise ValueError("plan_chunks needs prompt lengths sorted ascending")
-    spans, start = [], 0
-    while start < len(prompt_tokens):
-        stop = start + 1
-        while (stop < len(prompt_tokens) and stop - start < max_prompts
-               and (stop + 1 - start) * (prompt_tokens[stop] + max_new_tokens) <= budget):
-            stop += 1
-        spans.append((start, stop))
-        start = stop
-    return spans
 
 
 def _token_count(tokenizer: Any, text: str) -> int:
@@ -210,11 +174,11 @@ def evaluate_bfcl(
 
     ``only_ids`` (with ``generate=False``) scores just those entries, e.g. the entries every
     model of an interrupted comparison has; BFCL's partial evaluation scores what is there.
-    Multi-turn categories run through ``multi_turn_runner`` under ``multi_turn``
+    Multi-turn categories run through ``bfcl_multi_turn.runner`` under ``multi_turn``
     (a ``MultiTurnSettings``; default: 128 new tokens per step, the model's own window)."""
     if only_ids is not None and generate:
         raise ValueError("only_ids restricts scoring of existing generations: pass generate=False")
-    check_batch_limits(batch_size, max_batch_tokens)  # before any model loads
+    results.check_batch_limits(batch_size, max_batch_tokens)  # before any model loads
     from toolrl_lib.evaluate.analysis import aggregates, entries_table, summary_table
     from toolrl_lib.evaluate.backends import load_for_eval
 
@@ -258,7 +222,7 @@ def evaluate_bfcl(
     if only_ids is not None:
         cats = [c for c in cats if wanted[c]]  # a category with nothing in common is left out
     for category in cats:
-        rows = {r["id"]: r for r in results.read_results(generations_file(out, category))}
+        rows = {r["id"]: r for r in results.read_results(results.generations_file(out, category))}
         missing = [i for i in wanted[category] if i not in rows]
         if missing:
             raise RuntimeError(f"{category}: {len(missing)} entries were not generated, e.g. {missing[0]}")
@@ -301,7 +265,7 @@ def _run_multi_turn(
     from dataclasses import replace
 
     from toolrl_lib.evaluate.backends import load_for_eval
-    from toolrl_lib.evaluate.multi_turn_runner import (
+    from toolrl_lib.evaluate.bfcl_multi_turn.runner import (
         MultiTurnSettings,
         check_multi_turn_settings,
         generate_multi_turn_pending,
@@ -336,12 +300,8 @@ def _run_multi_turn(
 def _add_overall(run: BfclRun, out: Path, name: str, multi: list[str], scores: dict[str, Any],
                  summary: Any) -> None:
     """BFCL's Overall over the parts that ran (named), and the multi-turn table."""
-    from toolrl_lib.evaluate.multi_turn_report import (
-        bfcl_overall,
-        multi_turn_summary,
-        multi_turn_table,
-        overall_note,
-    )
+    from toolrl_lib.evaluate.bfcl_multi_turn.report import multi_turn_summary, multi_turn_table
+    from toolrl_lib.evaluate.bfcl_summary import bfcl_overall, overall_note
 
     if multi:
         table = multi_turn_table(out, name, multi, scores)

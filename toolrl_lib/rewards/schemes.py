@@ -128,7 +128,7 @@ def normalize_calls(calls: Any) -> list[dict[str, Any]]:
                 arguments = {}
         if isinstance(name, str):
             out.append({"name": name.strip(), "arguments": arguments if isinstance(arguments, dict) else {}})
-            if isinstance(call.get("accepted"), dict):  # BFCL's accepted-value lists (rewards.accepted)
+            if isinstance(call.get("accepted"), dict):  # BFCL's accepted-value lists (matching.accepted_credit)
                 out[-1]["accepted"] = call["accepted"]
     return out
 

@@ -1,36 +1,54 @@
-"""Multi-turn result files: canonical step strings, the sanitiser, ground-truth replay.
+"""BFCL multi-turn result files: canonical step strings, the sanitiser, ground-truth replay.
 
 BFCL's multi-turn checker decodes each step string with the registered handler
 (``QwenFCHandler``: ``<tool_call>\\n{json}\\n</tool_call>`` blocks) and ``eval``-s the call
 strings it builds from them, name and argument keys unescaped. So nothing we hand it may
 be other than the canonical rendering of calls that passed ``validate_call`` and executed
-in our executor. ``sanitise_multi_turn_row`` enforces this for any result line (ours or
-a foreign one): it decodes every step the way BFCL's decoder would, replays the episode
-through a fresh ``EnvPool`` episode (the time and size limits included), and writes
-back only canonical strings; calls that did not execute become ``REJECTED_NAME`` calls
-(score as a call that failed; cannot run code). The original result goes to
-``unsanitised_result`` when anything changed.
+in BFCL's executor (``bfcl_multi_turn.env``). ``sanitise_multi_turn_row`` enforces this
+for any result line (ours or a foreign one): it decodes every step the way BFCL's decoder
+would, replays the episode through a fresh ``EnvPool`` episode (the time and size limits
+included), and writes back only canonical strings; calls that did not execute become
+``REJECTED_NAME`` calls (score as a call that failed; cannot run code). The original
+result goes to ``unsanitised_result`` when anything changed.
+
+``sanitise_result_file`` applies this to a whole result file in place (single-turn lines
+are re-rendered canonically too, ``sanitise_single_turn_row``): the multi-turn runner
+calls it on every file it writes, ``evaluate.rescore`` on foreign folders.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from toolrl_lib.evaluate.bfcl_results import render_calls
-from toolrl_lib.evaluate.multi_turn_env import (
+from toolrl_lib.data.bfcl import MULTI_TURN, load_bfcl_entries
+from toolrl_lib.evaluate import bfcl_results as results
+from toolrl_lib.evaluate.bfcl_multi_turn.env import (
     REJECTED_NAME,
     CallOutcome,
     EnvPool,
     parse_ground_truth_call,
 )
+from toolrl_lib.evaluate.bfcl_results import render_calls
 
 # The registered handler's block syntax (its regex needs these newlines).
 _BLOCK = re.compile(r"<tool_call>\n(.*?)\n</tool_call>", re.DOTALL)
 MAX_STEP_CHARS = 1 << 20
 MAX_STEPS_PER_TURN = 64
 MAX_CALLS_PER_STEP = 64
+
+
+@dataclass
+class SanitiseReport:
+    """What the sanitiser did to one result file."""
+
+    category: str
+    lines: int
+    changed: int
+    dropped: int
 
 
 def canonical_step(outcomes: list[CallOutcome]) -> str:
@@ -134,6 +152,37 @@ def sanitise_single_turn_row(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def sanitise_result_file(path: str | Path, category: str, pool: Any = None) -> SanitiseReport:
+    """Rewrite one result file in place so that BFCL can score it without running code."""
+    path = Path(path)
+    rows = results.read_results(path)
+    entries = {str(e["id"]): e for e in load_bfcl_entries(category)}
+    clean, seen, changed = [], set(), 0
+    for row in rows:
+        key = str(row.get("id")) if isinstance(row, dict) else None
+        if key not in entries or key in seen:
+            continue
+        seen.add(key)
+        if category in MULTI_TURN:
+            new = sanitise_multi_turn_row(row, entries[key], pool)
+        else:
+            new = sanitise_single_turn_row(row)
+        new["id"] = entries[key]["id"]
+        changed += "unsanitised_result" in new and "unsanitised_result" not in row
+        clean.append(new)
+    results.write_results(path, clean)
+    return SanitiseReport(category, len(rows), changed, len(rows) - len(clean))
+
+
+def sanitise_folder(root: str | Path, name: str, categories: list[str]) -> list[SanitiseReport]:
+    """``sanitise_result_file`` on the result file of each of ``categories``, one executor shared."""
+    reports = []
+    with EnvPool() as pool:
+        for category in categories:
+            reports.append(sanitise_result_file(results.result_file(root, name, category), category, pool))
+    return reports
+
+
 def ground_truth_turns(entry: dict[str, Any], answer: list[list[str]], methods: dict[str, Any]) -> list[list[list[dict]]]:
     """BFCL's ground truth as our calls: one step per non-empty turn, then a final step
     with no call (as a model ends a turn)."""
@@ -168,8 +217,7 @@ def write_ground_truth(out_dir: Any, categories: list[str], name: str = "groundt
                        limit: int | None = None) -> dict[str, int]:
     """Result files of BFCL's multi-turn ground truth, run through our executor; returns
     the number of calls our executor refused per category (0 when all is well)."""
-    from toolrl_lib.data.bfcl import load_bfcl_entries, load_possible_answers
-    from toolrl_lib.evaluate import bfcl_results as results
+    from toolrl_lib.data.bfcl import load_possible_answers
 
     refused = {}
     with EnvPool() as pool:
@@ -183,10 +231,13 @@ def write_ground_truth(out_dir: Any, categories: list[str], name: str = "groundt
 
 __all__ = [
     "REJECTED_NAME",
+    "SanitiseReport",
     "canonical_step",
     "decode_step",
     "ground_truth_row",
+    "sanitise_folder",
     "sanitise_multi_turn_row",
+    "sanitise_result_file",
     "sanitise_single_turn_row",
     "write_ground_truth",
 ]

@@ -1,6 +1,6 @@
 """The process that hosts BFCL's simulated APIs for multi-turn episodes (stdlib only).
 
-Started by ``toolrl_lib.evaluate.multi_turn_env`` as ``python multi_turn_worker.py``; it
+Started by ``toolrl_lib.evaluate.bfcl_multi_turn.env`` as ``python worker.py``; it
 never imports ``toolrl_lib``. It speaks JSON lines on its stdin/stdout (BFCL's classes
 may print, so their output goes to stderr) and keeps one set of fresh class instances per
 open episode. Calls are made by method name with keyword arguments that are already plain

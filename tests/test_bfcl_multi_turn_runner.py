@@ -8,14 +8,15 @@ import pytest
 from toolrl_lib.data.bfcl import load_bfcl_entries, load_possible_answers
 from toolrl_lib.evaluate import bfcl_results as results
 from toolrl_lib.evaluate.backends import LoadedModel
-from toolrl_lib.evaluate.multi_turn_env import EnvPool, parse_ground_truth_call
-from toolrl_lib.evaluate.multi_turn_report import transcript
-from toolrl_lib.evaluate.multi_turn_runner import (
+from toolrl_lib.evaluate.bfcl_multi_turn.env import EnvPool, parse_ground_truth_call
+from toolrl_lib.evaluate.bfcl_multi_turn.report import transcript
+from toolrl_lib.evaluate.bfcl_multi_turn.runner import (
     MultiTurnSettings,
     generate_multi_turn_pending,
     model_window,
 )
-from toolrl_lib.evaluate.runner import generations_file, parse_categories
+from toolrl_lib.evaluate.bfcl_results import generations_file
+from toolrl_lib.evaluate.runner import parse_categories
 from toolrl_lib.prompts import get_adapter
 
 HERMES = get_adapter("hermes")
@@ -99,7 +100,7 @@ def test_loop_batches_steps_and_resumes(tmp_path, tiny_model_dir):
 @pytest.fixture
 def miss_func_only(monkeypatch):
     """Limit multi_turn_miss_func to one entry with a held-out turn (keeps the test fast)."""
-    import toolrl_lib.evaluate.multi_turn_runner as runner
+    import toolrl_lib.evaluate.bfcl_multi_turn.runner as runner
 
     entry = next(e for e in load_bfcl_entries("multi_turn_miss_func") if e.get("missed_function"))
     real = runner.load_bfcl_entries

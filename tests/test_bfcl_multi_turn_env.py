@@ -5,7 +5,7 @@ import decimal
 import pytest
 
 from toolrl_lib.data.bfcl import load_bfcl_entries, load_possible_answers
-from toolrl_lib.evaluate.multi_turn_env import (
+from toolrl_lib.evaluate.bfcl_multi_turn.env import (
     REJECTED_NAME,
     EnvPool,
     compact_docs,
@@ -14,8 +14,8 @@ from toolrl_lib.evaluate.multi_turn_env import (
     parse_ground_truth_call,
     validate_call,
 )
-from toolrl_lib.evaluate.multi_turn_results import decode_step, sanitise_multi_turn_row
-from toolrl_lib.evaluate.multi_turn_worker import Host, render_result
+from toolrl_lib.evaluate.bfcl_multi_turn.results import decode_step, sanitise_multi_turn_row
+from toolrl_lib.evaluate.bfcl_multi_turn.worker import Host, render_result
 
 
 def _entry(category: str, with_class: str) -> dict:
@@ -129,7 +129,7 @@ def test_sanitiser_rewrites_hostile_steps(pool):
 
 
 def test_single_turn_lines_are_decoded_like_bfcls_ast_decoder():
-    from toolrl_lib.evaluate.multi_turn_results import sanitise_single_turn_row
+    from toolrl_lib.evaluate.bfcl_multi_turn.results import sanitise_single_turn_row
 
     good = '<tool_call>\n{"name": "math.factorial", "arguments": {"n": 5}}\n</tool_call>'
     assert sanitise_single_turn_row({"id": "x", "result": good})["result"] == good

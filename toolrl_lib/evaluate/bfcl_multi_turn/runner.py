@@ -1,4 +1,6 @@
-"""Our inference loop for BFCL's multi-turn categories, step for step like BFCL's own.
+"""Our inference loop for BFCL's multi-turn benchmark categories, step for step like BFCL's own.
+
+(The multi-turn *training* episodes are ``toolrl_lib.envs``; this module only evaluates.)
 
 BFCL's loop for local models (``base_handler.inference_multi_turn_prompting``), followed
 here:
@@ -14,7 +16,7 @@ here:
 
 Differences, by design: replies are parsed by the model family's adapter (the same as
 single-turn) and the calls are re-rendered canonically for the result file (see
-``multi_turn_results``); an entry whose prompt plus the step's token budget does not fit
+``bfcl_multi_turn.results``); an entry whose prompt plus the step's token budget does not fit
 the model's window is recorded as a BFCL inference error (``"Error during inference:
 ..."``, never a crash), where BFCL asks for ``window - prompt`` tokens and fails only when
 the prompt alone does not fit. ``compact=True`` shortens the docs (``compact_docs``), a
@@ -36,13 +38,13 @@ from typing import Any
 from toolrl_lib.data.bfcl import MULTI_TURN, load_bfcl_entries
 from toolrl_lib.data.example import Example
 from toolrl_lib.evaluate import bfcl_results as results
-from toolrl_lib.evaluate.multi_turn_env import (
+from toolrl_lib.evaluate.bfcl_multi_turn.env import (
     EnvPool,
     compact_docs,
     entry_functions,
     held_out_message,
 )
-from toolrl_lib.evaluate.multi_turn_results import canonical_step
+from toolrl_lib.evaluate.bfcl_multi_turn.results import canonical_step, sanitise_result_file
 
 MAXIMUM_STEP_LIMIT = 20  # BFCL's per-turn limit (force-quit when the step count exceeds it)
 MULTI_TURN_FORMAT = 1  # version of our multi-turn result-line format
@@ -212,7 +214,6 @@ def generate_multi_turn_pending(
 
     ``loaded`` is a ``LoadedModel`` or a zero-argument callable returning one (called only
     when work is left)."""
-    from toolrl_lib.evaluate.runner import generations_file, plan_chunks
     from toolrl_lib.prompts import get_adapter
 
     out = Path(out_dir)
@@ -220,7 +221,7 @@ def generate_multi_turn_pending(
     for category in categories:
         if category not in MULTI_TURN:
             raise ValueError(f"{category!r} is not a multi-turn category")
-        done = results.done_ids(generations_file(out, category))
+        done = results.done_ids(results.generations_file(out, category))
         todo += [(category, e) for e in load_bfcl_entries(category)[:limit]
                  if str(e["id"]) not in done and settings.wanted(e["id"])]
     if not todo:
@@ -257,7 +258,7 @@ def generate_multi_turn_pending(
             elif cached is not None:
                 spans = [(i, i + 1) for i in range(len(prompts))]
             else:
-                spans = plan_chunks([p[0] for p in prompts], chunk, max_batch_tokens, settings.max_new_tokens)
+                spans = results.plan_chunks([p[0] for p in prompts], chunk, max_batch_tokens, settings.max_new_tokens)
             for start, stop in spans:
                 part = prompts[start:stop]
                 began = time.perf_counter()
@@ -275,7 +276,7 @@ def generate_multi_turn_pending(
             still = []
             for episode in live:
                 if episode.done:
-                    results.append_results(generations_file(out, episode.category), [episode.row()])
+                    results.append_results(results.generations_file(out, episode.category), [episode.row()])
                     pool.close(episode.key)
                     for engine in (cached, slots):
                         if engine is not None:
@@ -344,8 +345,6 @@ def fitting_slots(model: Any, capacity: int, share: float = 0.5) -> int:
 def check_multi_turn_settings(out: Path, settings: dict[str, Any], categories: list[str]) -> None:
     """Multi-turn generations are reused only under the same settings; otherwise their
     files are moved aside to ``generations.stale-mt-<n>/`` (kept) and generation restarts."""
-    from toolrl_lib.evaluate.runner import generations_file
-
     path = out / "generation_multi_turn.json"
     if path.is_file() and json.loads(path.read_text()) != settings:
         n = 1
@@ -354,7 +353,7 @@ def check_multi_turn_settings(out: Path, settings: dict[str, Any], categories: l
         stale = out / f"generations.stale-mt-{n}"
         stale.mkdir(parents=True)
         for category in MULTI_TURN:
-            source = generations_file(out, category)
+            source = results.generations_file(out, category)
             if source.is_file():
                 source.rename(stale / source.name)
         print(f"multi-turn generation settings changed; old generations kept in {stale}")
@@ -364,10 +363,7 @@ def check_multi_turn_settings(out: Path, settings: dict[str, Any], categories: l
 
 def write_multi_turn_results(out: Path, name: str, category: str, ids: list[str]) -> int:
     """The result file of ``category`` from its generations, every line sanitised."""
-    from toolrl_lib.evaluate.rescore import sanitise_result_file
-    from toolrl_lib.evaluate.runner import generations_file
-
-    rows = {str(r["id"]): r for r in results.read_results(generations_file(out, category))}
+    rows = {str(r["id"]): r for r in results.read_results(results.generations_file(out, category))}
     missing = [i for i in ids if i not in rows]
     if missing:
         raise RuntimeError(f"{category}: {len(missing)} entries were not generated, e.g. {missing[0]}")

@@ -1,4 +1,7 @@
-"""Our executor for BFCL's multi-turn categories: BFCL's simulated APIs, driven safely.
+"""BFCL's multi-turn executor: BFCL's simulated APIs (file system, trading bot, ...), driven safely.
+
+This is the environment of BFCL's multi-turn *benchmark* categories, used to evaluate and to
+score. The environments we train in are ``toolrl_lib.envs`` (they reuse ``validate_call``).
 
 BFCL runs a model's calls by building Python source (``name(key=repr(value), ...)``) and
 ``eval``-ing it, with class instances cached in module globals per model and entry id.
@@ -6,7 +9,7 @@ Here instead:
 
 * every episode gets fresh instances of the entry's ``involved_classes``, loaded from a
   deep copy of its ``initial_config`` (``long_context`` for that category), in a worker
-  process (``multi_turn_worker.py``) that only ever calls a method by name;
+  process (``worker.py``) that only ever calls a method by name;
 * a call is executed only when it passed ``validate_call``: the name is a public method
   of those instances, every argument key is a Python identifier, every value a finite
   JSON literal, the arguments are small; nothing is evaluated;
@@ -43,7 +46,7 @@ from typing import Any
 
 from toolrl_lib.data.bfcl import bfcl_data_dir
 
-WORKER = Path(__file__).with_name("multi_turn_worker.py")
+WORKER = Path(__file__).with_name("worker.py")
 # Function-doc file per class (data/multi_turn_func_doc/).
 DOC_FILES: dict[str, str] = {
     "GorillaFileSystem": "gorilla_file_system.json",

@@ -9,7 +9,7 @@ import pytest
 
 from toolrl_lib.data.bfcl import MULTI_TURN, load_bfcl_entries, load_possible_answers
 from toolrl_lib.evaluate import bfcl_results as results
-from toolrl_lib.evaluate.multi_turn_results import REJECTED_NAME, write_ground_truth
+from toolrl_lib.evaluate.bfcl_multi_turn.results import REJECTED_NAME, write_ground_truth
 from toolrl_lib.evaluate.rescore import score_folder
 
 pytestmark = pytest.mark.slow
