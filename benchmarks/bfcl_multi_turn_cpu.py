@@ -1,6 +1,6 @@
 """CPU cost of BFCL multi-turn generation: the per-episode prefix cache vs a full pre-fill per step.
 
-    python benchmarks/bfcl_multi_turn_cpu.py --model embedded --limit 1 --compact-docs \\
+    python -m benchmarks.bfcl_multi_turn_cpu --model embedded --limit 1 --compact-docs \\
         --max-new-tokens 32 --step-limit 3 --modes cached,full
 
 For each mode, one fresh run of ``generate_multi_turn_pending`` (model already loaded):
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(run_mode(loaded, mode, args, Path(work)))
             print(json.dumps({k: v for k, v in rows[-1].items() if k != "replies"}), flush=True)
     same = len({json.dumps(r["replies"]) for r in rows}) == 1
-    command = "python benchmarks/bfcl_multi_turn_cpu.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m benchmarks.bfcl_multi_turn_cpu " + " ".join(argv if argv is not None else sys.argv[1:])
     report = {"command": command, "load_s": round(load_s, 1), "same_replies": same, "rows": rows}
     name = f"bfcl_multi_turn_cpu{'_' + args.tag if args.tag else ''}"
     out = Path(args.out)

@@ -21,7 +21,7 @@ script measures, side by side in one run, with the smoke config's model and data
 Writes ``<out>/<name>.{json,md}`` (``--name``: one file per kind of machine). The machine may be shared: each figure is the fastest
 of ``--rounds`` (all rounds are in the JSON).
 
-    python benchmarks/cpu_floor.py --out benchmarks/results --name cpu_floor_xeon
+    python -m benchmarks.cpu_floor --out benchmarks/results --name cpu_floor_xeon
 """
 
 from __future__ import annotations
@@ -391,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     priming = priming_breakdown(peft_model, rows, args.rounds)
     tokens = int(round(priming["mean_tokens"]))
     result = {
-        "command": "python benchmarks/cpu_floor.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": "python -m benchmarks.cpu_floor " + " ".join(argv if argv is not None else sys.argv[1:]),
         "cpus": os.cpu_count(), "threads": torch.get_num_threads(), "torch": torch.__version__,
         "machine": platform.processor() or platform.machine(), "cpu_model": cpu_model(),
         "bf16_instructions": bf16_instructions(),

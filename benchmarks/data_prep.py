@@ -5,8 +5,8 @@ Python-typing parameter types), written to a JSONL file first (not timed). The t
 exactly what ``toolrl data prepare --source xlam`` does: read, convert, validate, exact and
 near-duplicate removal, the BFCL contamination check (index build included), split, write.
 
-    python benchmarks/data_prep.py --rows 70000
-    taskset -c 0,1 python benchmarks/data_prep.py   # two cores on a bigger machine
+    python -m benchmarks.data_prep --rows 70000
+    taskset -c 0,1 python -m benchmarks.data_prep   # two cores on a bigger machine
 
 writes benchmarks/results/data_prep.{json,csv,md}.
 """
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         "passed": prepare_s <= GOAL_SECONDS, "kept": report.kept, "dropped": report.dropped,
         "generate_seconds_untimed": round(generate_s, 2), "cpus": len(os.sched_getaffinity(0)), "cpus_on_machine": os.cpu_count(),
         "python": platform.python_version(), "machine": platform.machine(),
-        "command": "python benchmarks/data_prep.py " + " ".join(argv or sys.argv[1:]),
+        "command": "python -m benchmarks.data_prep " + " ".join(argv or sys.argv[1:]),
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     out = Path(args.results)

@@ -4,8 +4,8 @@ back by transformers is from the folder (logits, top-1 agreement, greedy tokens)
 Default model: the embedded SmolLM2-135M folder (what the smoke workbook merges onto). Writes
 ``<out>/gguf_export.json`` and ``gguf_export.md``.
 
-    python benchmarks/gguf_export.py --out benchmarks/results
-    python benchmarks/gguf_export.py --model runs/<stamp>/merged --types f16 q8_0 bf16
+    python -m benchmarks.gguf_export --out benchmarks/results
+    python -m benchmarks.gguf_export --model runs/<stamp>/merged --types f16 q8_0 bf16
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         "source_dtype": config.get("dtype") or config.get("torch_dtype"),
         "generations": {k: v["generations"] for k, v in report.verification.items()},
         "wall_s": round(time.perf_counter() - start, 1), "python": platform.python_version(),
-        "command": "python benchmarks/gguf_export.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": "python -m benchmarks.gguf_export " + " ".join(argv if argv is not None else sys.argv[1:]),
     }
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -9,8 +9,8 @@ the fastest round per phase (every round is in the JSON). Default model: the emb
 SmolLM2-135M, type q8_0 (what notebook 04 exports in the smoke profile).
 Writes ``<out>/gguf_export_speed.{json,md}``.
 
-    python benchmarks/gguf_export_speed.py --out benchmarks/results
-    python benchmarks/gguf_export_speed.py --model runs/<stamp>/merged --types f16 q8_0 --rounds 3
+    python -m benchmarks.gguf_export_speed --out benchmarks/results
+    python -m benchmarks.gguf_export_speed --model runs/<stamp>/merged --types f16 q8_0 --rounds 3
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         "all_passed": all(r["passed"] for r in every),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "python": platform.python_version(),
-        "command": "python benchmarks/gguf_export_speed.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": "python -m benchmarks.gguf_export_speed " + " ".join(argv if argv is not None else sys.argv[1:]),
     }
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -20,10 +20,10 @@ one per GPU at a time, under one ``--time-budget-s`` for the whole run. Rows are
 ``<out>/grpo_throughput.md`` is the table. A worker also keeps ``<out>/rows/<job>.json`` up to
 date after every step, so a killed run still leaves its partial numbers.
 
-    python benchmarks/grpo_throughput.py --out $OUT                       # GPU, all variants
-    python benchmarks/grpo_throughput.py --out $OUT --variants peft_default@1024,best@1024
-    python benchmarks/grpo_throughput.py --prepare-model                  # save the random model
-    python benchmarks/grpo_throughput.py --out /tmp/t --shapes tiny       # CPU smoke, same code
+    python -m benchmarks.grpo_throughput --out $OUT                       # GPU, all variants
+    python -m benchmarks.grpo_throughput --out $OUT --variants peft_default@1024,best@1024
+    python -m benchmarks.grpo_throughput --prepare-model                  # save the random model
+    python -m benchmarks.grpo_throughput --out /tmp/t --shapes tiny       # CPU smoke, same code
 
 A job is ``VARIANT[@COMPLETION_TOKENS]``; ``best`` is the fastest variant measured earlier in
 the same run (it waits for all earlier jobs).
@@ -43,11 +43,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.append(str(Path(__file__).resolve().parent / "gpu"))  # the shared GPU-lane scheduler
-
-import lanes  # noqa: E402
-
-from toolrl_lib.train.config import ALL_PROJECTIONS  # noqa: E402
+from benchmarks.gpu import lanes  # the shared GPU-lane scheduler
+from toolrl_lib.train.config import ALL_PROJECTIONS
 
 MARKER = "grpo_throughput_model.json"
 
@@ -246,7 +243,7 @@ def _save_random_model(folder: Path, shapes: str, device: str) -> None:
     import torch
 
     tokenizer = embedded_tokenizer()
-    from toolrl_lib.testing.templates import QWEN3_STYLE_TEMPLATE
+    from tests.fixtures.templates import QWEN3_STYLE_TEMPLATE
 
     tokenizer.chat_template = QWEN3_STYLE_TEMPLATE
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
@@ -512,7 +509,7 @@ def gpu_count(cpu: bool) -> int:
 
 
 def worker_cmd(a: argparse.Namespace, job: Job, row_file: Path, deadline: float) -> list[str]:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", job.name, "--row-file", str(row_file),
+    cmd = [sys.executable, "-m", "benchmarks.grpo_throughput", "--worker", job.name, "--row-file", str(row_file),
            "--shapes", a.shapes, "--deadline", str(deadline), "--warmup-rounds", str(a.warmup_rounds),
            "--timed-steps", str(a.timed_steps), "--memory-cap-gb", str(a.memory_cap_gb),
            "--scratch", a.scratch]

@@ -1,14 +1,14 @@
 """Loader fuzz benchmark: N hostile raw rows per loader through ``prepare`` (goal: 0 escapes).
 
 For each loader (xLAM, ToolACE, BFCL, parquet-format rows as JSON lines) ``--rows`` rows are
-drawn from ``toolrl_lib.data.hostile`` (every spoiling kind, equally often, random payloads
+drawn from ``tests.fixtures.hostile`` (every spoiling kind, equally often, random payloads
 and cut points; the first row of each chunk is good), written in chunks of ``--chunk`` rows
 (one JSON-lines file and one ``prepare`` call each; dedup and the contamination check off:
 the loaders are what is measured) and checked with ``check_prepared``: an escape is an
 exception out of ``prepare``, a problem is a broken per-row invariant (see that module).
 Timed: ``prepare`` only (writing the files and checking are not).
 
-    nice -n 19 .venv/bin/python benchmarks/loader_fuzz.py --rows 100000
+    nice -n 19 .venv/bin/python -m benchmarks.loader_fuzz --rows 100000
 
 writes benchmarks/results/loader_fuzz.{json,md}.
 """
@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from toolrl_lib.data.hostile import KINDS, LOADERS, check_prepared, good_rows, make_row, write_rows
+from tests.fixtures.hostile import KINDS, LOADERS, check_prepared, good_rows, make_row, write_rows
 from toolrl_lib.data.pipeline import prepare
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -107,7 +107,7 @@ def write_results(result: dict, out: Path) -> None:
         "",
         f"{result['rows_per_loader']:,} hostile rows per loader in chunks of {result['chunk']:,} "
         "(one JSON-lines file and one `prepare` call per chunk; every kind of "
-        "`toolrl_lib.data.hostile.KINDS` equally often; dedup and contamination off).",
+        "`tests.fixtures.hostile.KINDS` equally often; dedup and contamination off).",
         "",
         "| loader | rows | escapes | invariant problems | rows kept | prepare (s) | rows/s |",
         "|---|---:|---:|---:|---:|---:|---:|",
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         "escapes": sum(s["escapes"] for s in loaders),
         "problems": sum(s["problems"] for s in loaders),
         "cpus": len(os.sched_getaffinity(0)), "python": platform.python_version(),
-        "command": "nice -n 19 .venv/bin/python benchmarks/loader_fuzz.py "
+        "command": "nice -n 19 .venv/bin/python -m benchmarks.loader_fuzz "
                    + " ".join(argv if argv is not None else sys.argv[1:]),
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
     }

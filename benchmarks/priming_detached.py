@@ -7,8 +7,8 @@ validation prompts (the smoke set, more samples than the workbook takes: ``--k``
 and CPU seconds of each priming, peak RSS, final losses, mean@k per scheme, valid/call rates,
 and the paired difference (detached - full) over the prompts with a bootstrap 95% CI.
 
-    .venv/bin/python benchmarks/priming_detached.py            # ~15 min on 2 cores
-    .venv/bin/python benchmarks/priming_detached.py --k 2 --rows 16 --steps 4   # a quick look
+    .venv/bin/python -m benchmarks.priming_detached            # ~15 min on 2 cores
+    .venv/bin/python -m benchmarks.priming_detached --k 2 --rows 16 --steps 4   # a quick look
 
 Writes benchmarks/results/priming_detached.{json,md}.
 """
@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def cpu_seconds() -> float:
@@ -99,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         "config": args.config, "k": args.k, "n_validation": len(val), "overrides": overrides,
         "peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
         "variants": variants, "detached_minus_full": comparisons,
-        "command": "python benchmarks/priming_detached.py " + " ".join(argv or sys.argv[1:]),
+        "command": "python -m benchmarks.priming_detached " + " ".join(argv or sys.argv[1:]),
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

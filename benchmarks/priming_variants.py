@@ -17,8 +17,8 @@ steps`` (batch 1: no padding). Jobs run as subprocesses over ``--jobs`` lanes (`
 on one GPU several small jobs share it), each writing ``<work>/<variant>-s<seed>.json``; a
 finished job is not run again, so a second call continues where a deadline stopped the first.
 
-    python benchmarks/priming_variants.py --device cuda --jobs 4 --work $OUT/pv   # GPU host
-    python benchmarks/priming_variants.py --report --work <folder with the job files>
+    python -m benchmarks.priming_variants --device cuda --jobs 4 --work $OUT/pv   # GPU host
+    python -m benchmarks.priming_variants --report --work <folder with the job files>
 
 ``--report`` writes benchmarks/results/priming_variants.{json,md}: per variant the mean over
 seeds of mean@k per scheme, valid and call rates, the priming's relative compute on a CPU, and
@@ -38,8 +38,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks" / "gpu"))
 
 # Student t 0.975 quantiles for 1..10 degrees of freedom (more seeds: the 10-df value, slightly wide)
 T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228]
@@ -146,7 +144,7 @@ def run_one(args: argparse.Namespace) -> int:
 
 def run_all(args: argparse.Namespace) -> int:
     """Every variant x seed not already in ``--work``, as subprocesses over ``--jobs`` lanes."""
-    from lanes import Job, run_lanes
+    from benchmarks.gpu.lanes import Job, run_lanes
 
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -156,7 +154,7 @@ def run_all(args: argparse.Namespace) -> int:
             parse_variant(variant)
             if (work / f"{variant}-s{seed}.json").is_file():
                 continue
-            command = [sys.executable, __file__, "--one", variant, "--seed", str(seed), "--work", str(work),
+            command = [sys.executable, "-m", "benchmarks.priming_variants", "--one", variant, "--seed", str(seed), "--work", str(work),
                        "--device", args.device, "--k", str(args.k), "--val-examples", str(args.val_examples),
                        "--config", args.config]
             jobs.append(Job(name=f"{variant}-s{seed}", command=command, log=work / f"{variant}-s{seed}.log"))
@@ -218,7 +216,7 @@ def report(args: argparse.Namespace) -> int:
         rows.append(entry)
     result = {"k": k, "n_validation": runs[0]["n_validation"], "device": runs[0]["device"],
               "reference": reference, "variants": rows,
-              "command": "python benchmarks/priming_variants.py " + " ".join(args.argv)}
+              "command": "python -m benchmarks.priming_variants " + " ".join(args.argv)}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=2), encoding="utf-8")

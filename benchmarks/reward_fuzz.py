@@ -13,7 +13,7 @@ Three measurements, written to ``benchmarks/results/reward_fuzz.{json,csv,md}``:
 3. **Hostile latency** — 64 KB hostile strings of each kind: goal p99 ≤ 1 ms (thread CPU
    time; wall time reported too).
 
-Run: ``nice .venv/bin/python benchmarks/reward_fuzz.py [--n 1000000] [--workers 2]``.
+Run: ``nice .venv/bin/python -m benchmarks.reward_fuzz [--n 1000000] [--workers 2]``.
 """
 
 from __future__ import annotations

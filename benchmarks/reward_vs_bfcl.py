@@ -3,9 +3,9 @@
 Two sources of completions:
 
     # CPU: BFCL's ground truth rendered as completions, plus deliberate perturbations of it
-    python benchmarks/reward_vs_bfcl.py replay --limit 40 --out benchmarks/results
+    python -m benchmarks.reward_vs_bfcl replay --limit 40 --out benchmarks/results
     # GPU generations: finished `toolrl eval bfcl` folders (entries.csv + generations/)
-    python benchmarks/reward_vs_bfcl.py dirs runs/rl/bfcl/base runs/rl/bfcl/primed --out benchmarks/results
+    python -m benchmarks.reward_vs_bfcl dirs runs/rl/bfcl/base runs/rl/bfcl/primed --out benchmarks/results
 
 Writes reward_vs_bfcl[_<tag>].json (agreement, disagreement counts by reason, per category),
 reward_vs_bfcl[_<tag>]_disagreements.csv (every disagreement with its reason) and a short .md.
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from toolrl_lib.evaluate import reward_check as rc
+from benchmarks import reward_check as rc
 
 RULES = """Rules of the reward (`scheme="binary"`) as checked here, after issue 18's fixes: the verdict reads the
 calls the parser decodes, whatever text surrounds them (BFCL's rule; on a no-call entry, text from which no call
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     parser.add_argument("--tag", default="")
     args = parser.parse_args(argv)
-    command = "python benchmarks/reward_vs_bfcl.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m benchmarks.reward_vs_bfcl " + " ".join(argv if argv is not None else sys.argv[1:])
     if args.mode == "replay":
         table = replay_table(args.work, args.limit)
     else:

@@ -1,7 +1,7 @@
 """Report of benchmarks/gpu/rl_learning_gpu.py: score the GPU generations with BFCL's own scorer
 (here, on the CPU box), pair them, and write tables and figures.
 
-    python benchmarks/gpu/rl_learning_gpu.py report --archive rl_learning.tar.gz \
+    python -m benchmarks.gpu.rl_learning_gpu report --archive rl_learning.tar.gz \
         --work runs/rl_learning --out benchmarks/results
 """
 

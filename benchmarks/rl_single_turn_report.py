@@ -1,7 +1,7 @@
 """Issue 18 report: BFCL single-turn summary of base, primed and the variant selected on
 validation, with paired category-stratified bootstrap CIs -> rl_single_turn.{md,json}.
 
-    python benchmarks/gpu/rl_learning_gpu.py single-turn-report --archive rl_learning.tar.gz \
+    python -m benchmarks.gpu.rl_learning_gpu single-turn-report --archive rl_learning.tar.gz \
         --work runs/rl_single_turn --out benchmarks/results
 """
 
@@ -20,8 +20,7 @@ COMPARISON_KEYS = ("a", "b", "metric", "n", "diff", "ci_low", "ci_high")
 def score_entries(work: Path, score: bool = True) -> dict[str, pd.DataFrame]:
     """label -> entry table of every BFCL folder under work/bfcl (scored here unless ``score``
     is False and each folder already holds entries.csv)."""
-    from rl_learning_report import score_bfcl
-
+    from benchmarks.rl_learning_report import score_bfcl
     from toolrl_lib.evaluate.analysis import load_entries
 
     if score:
@@ -87,7 +86,7 @@ def markdown(result: dict[str, Any]) -> str:
 def single_turn_report(archive: Path, out: Path, work: Path, score: bool = True, n_boot: int = 10_000,
                        commands: list[str] | None = None, tag: str = "") -> dict[str, Any]:
     """Extract the GPU archive, score it with BFCL's scorer, write rl_single_turn.{md,json}."""
-    from rl_learning_report import extract
+    from benchmarks.rl_learning_report import extract
 
     if archive is not None and Path(archive).is_file():
         extract(archive, work)

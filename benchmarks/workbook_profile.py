@@ -1,6 +1,6 @@
 """Profile the smoke workbook: seconds per notebook and per stage, and peak RSS.
 
-Runs ``toolrl workbook run --profile smoke`` (or ``--only NN``) as a child process, samples
+Runs ``python -m tools.workbook run --profile smoke`` (or ``--only NN``) as a child process, samples
 the RSS of every process in its tree (the papermill kernels, the BFCL scorer, priming
 subprocesses) every ``--interval`` seconds, and reads the stage log the library writes when
 ``$TOOLRL_PROFILE_LOG`` is set (``toolrl_lib.profiling.stage``: model loads, priming, each
@@ -11,10 +11,10 @@ Each run is stored under its ``--label`` in ``benchmarks/results/workbook_profil
 (other labels are kept), and the markdown table puts every label side by side, so "before"
 and "after" come from one script on one box:
 
-    python benchmarks/workbook_profile.py --label before          # on the old commit
-    python benchmarks/workbook_profile.py --label after           # on the new one
-    python benchmarks/workbook_profile.py --only 03 --label after-03
-    python benchmarks/workbook_profile.py --table                 # rewrite the .md only
+    python -m benchmarks.workbook_profile --label before          # on the old commit
+    python -m benchmarks.workbook_profile --label after           # on the new one
+    python -m benchmarks.workbook_profile --only 03 --label after-03
+    python -m benchmarks.workbook_profile --table                 # rewrite the .md only
 
 The reading of the runs is prose in ``workbook_profile.notes.md``, appended below the table
 each time the markdown is written (so a new run never drops it).
@@ -129,7 +129,7 @@ def profile(only: list[str], interval: float, workdir: Path) -> dict[str, Any]:
     log_file = workdir / "profile_stages.jsonl"
     workdir.mkdir(parents=True, exist_ok=True)
     log_file.unlink(missing_ok=True)
-    command = [sys.executable, "-m", "toolrl_lib.cli", "workbook", "run", "--profile", "smoke",
+    command = [sys.executable, "-m", "tools.workbook", "run", "--profile", "smoke",
                "--workdir", str(workdir)]
     for number in only:
         command += ["--only", number]
@@ -191,7 +191,7 @@ def markdown(runs: dict[str, dict[str, Any]], notes: str = "") -> str:
     lines += ["", "GiB columns: the largest single-process RSS sampled every 0.5 s; \"largest VmHWM\" is the",
               "kernel's own peak RSS of each process (no spike missed), the largest over the run's processes."]
     lines += ["", "Reproduce: `git checkout <commit>`, `bash scripts/bootstrap.sh`, then",
-              "`.venv/bin/python benchmarks/workbook_profile.py --label <label>` (add `--only 03` for one",
+              "`.venv/bin/python -m benchmarks.workbook_profile --label <label>` (add `--only 03` for one",
               "notebook). The seconds include the kernels' start and the workbook's own set-up.", ""]
     if notes.strip():
         lines += [notes.strip("\n"), ""]

@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from toolrl_lib import browser
+from tools import browser
 
 pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from toolrl_lib.evaluate import call_diagnosis as cd
+from benchmarks.history import call_diagnosis as cd
 from toolrl_lib.evaluate import single_turn_figures as figs
 
 

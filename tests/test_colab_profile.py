@@ -3,16 +3,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from toolrl_lib import workbook
+from benchmarks import grpo_throughput as gt
+from tools import workbook
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "qwen3_1p7b_colab.yaml"
-sys.path.append(str(ROOT / "benchmarks"))  # after site-packages (see test_grpo_throughput.py)
-
-import grpo_throughput as gt  # noqa: E402
 
 
 def test_colab_profile_is_a_workbook_profile() -> None:

@@ -2,15 +2,13 @@
 and new ones, and the bf16 timing runs a row under autocast."""
 
 import json
-import sys
 from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.append(str(ROOT / "benchmarks"))
+from benchmarks import cpu_floor
 
-import cpu_floor  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_report_of_a_result_without_and_with_the_bf16_column():

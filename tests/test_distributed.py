@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_train_run import assert_same_training, tiny_overrides, tiny_setup  # noqa: F401  (shared tiny-run helpers; tiny_setup is a fixture)
 
 from toolrl_lib.config import ConfigError
 from toolrl_lib.train.distributed import (
@@ -19,9 +20,6 @@ from toolrl_lib.train.distributed import (
     launch_command,
     train_argv,
 )
-
-sys.path.insert(0, str(Path(__file__).parent))
-from test_train_run import assert_same_training, tiny_overrides, tiny_setup  # noqa: E402, F401  (shared tiny-run helpers; tiny_setup is a fixture)
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -5,16 +5,14 @@ shapes runs on a GPU). Harness tests: ``pytest -m gpu_harness``."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from benchmarks.gpu import full_profile_fit as fpf
+
 ROOT = Path(__file__).resolve().parents[1]
 COLAB = ROOT / "configs" / "qwen3_1p7b_colab.yaml"
-sys.path += [str(ROOT / "benchmarks"), str(ROOT / "benchmarks" / "gpu")]  # after site-packages
-
-import full_profile_fit as fpf  # noqa: E402
 
 pytestmark = pytest.mark.gpu_harness
 

@@ -8,9 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.append(str(Path(__file__).resolve().parents[1] / "benchmarks" / "gpu"))
-
-import lanes  # noqa: E402
+from benchmarks.gpu import lanes
 
 PY = [sys.executable, "-S", "-c"]  # no site import: a quick start on a busy box
 SAY = [*PY, "import os; print('gpu', os.environ['CUDA_VISIBLE_DEVICES'])"]

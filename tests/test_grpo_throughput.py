@@ -8,15 +8,11 @@ model folder, row collection when a worker fails or is killed, and one real tiny
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.append(str(BENCH))  # after site-packages: benchmarks/bfcl_eval.py must not hide bfcl_eval
-
-import grpo_throughput as gt  # noqa: E402
+from benchmarks import grpo_throughput as gt
 
 
 def test_parse_jobs_and_errors():

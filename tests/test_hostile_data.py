@@ -273,7 +273,7 @@ def test_real_parquet_file_with_hostile_values(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from toolrl_lib.data.hostile import good_rows
+    from tests.fixtures.hostile import good_rows
     from toolrl_lib.data.pipeline import prepare
 
     (good, gold), (other, _) = good_rows("parquet", 2, seed=5)

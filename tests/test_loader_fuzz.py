@@ -1,5 +1,5 @@
 """Issue 22: property-based fuzz of every loader (xLAM, ToolACE, BFCL, parquet) through
-``prepare``. The rows and the invariants are ``toolrl_lib.data.hostile``'s (the benchmark
+``prepare``. The rows and the invariants are ``tests.fixtures.hostile``'s (the benchmark
 ``benchmarks/loader_fuzz.py`` runs the same at volume); CI draws a fixed sequence
 (``HYPOTHESIS_PROFILE=ci``) and keeps ``max_examples`` small."""
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolrl_lib.data.hostile import KINDS, LOADERS, check_prepared, good_rows, make_row, write_rows
+from tests.fixtures.hostile import KINDS, LOADERS, check_prepared, good_rows, make_row, write_rows
 from toolrl_lib.data.pipeline import prepare
 
 HOSTILE_ALPHABET = st.characters(codec="utf-8", categories=("L", "N", "P", "S", "Z", "Cc"))

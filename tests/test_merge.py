@@ -12,8 +12,8 @@ torch = pytest.importorskip("torch")
 
 from toolrl_lib import merge as M  # noqa: E402
 from toolrl_lib.merge import core as merge_core  # noqa: E402
+from toolrl_lib.merge import make_demo_run  # noqa: E402
 from toolrl_lib.models import make_tiny_model  # noqa: E402
-from toolrl_lib.testing import make_lora_run  # noqa: E402
 
 FAST = {"n_generations": 2, "max_new_tokens": 6, "device": "cpu"}
 
@@ -27,7 +27,7 @@ def base_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def trained_run(base_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_lora_run(base_dir, tmp_path_factory.mktemp("runs") / "run", init_std=0.05)
+    return make_demo_run(base_dir, tmp_path_factory.mktemp("runs") / "run", init_std=0.05)
 
 
 @pytest.fixture
@@ -86,7 +86,7 @@ def test_bf16_output_is_bf16_and_within_tolerance(run: Path) -> None:
 
 
 def test_zeroed_adapter_is_rejected(base_dir: Path, tmp_path: Path) -> None:
-    run = make_lora_run(base_dir, tmp_path / "zero", init_std=0.0)
+    run = make_demo_run(base_dir, tmp_path / "zero", init_std=0.0)
     out = tmp_path / "merged"
     with pytest.raises(M.MergeVerificationError, match="no-op"):
         M.merge_run(run, "best", out, options=M.MergeOptions(**FAST))
@@ -142,7 +142,7 @@ def test_save_that_drops_the_training_fails_verification(
 def test_delta_below_bf16_resolution_is_rejected_but_fp32_keeps_it(
     base_dir: Path, tmp_path: Path
 ) -> None:
-    run = make_lora_run(base_dir, tmp_path / "tiny_delta", init_std=1e-9)
+    run = make_demo_run(base_dir, tmp_path / "tiny_delta", init_std=1e-9)
     with pytest.raises(M.MergeVerificationError, match="lost in bf16"):
         M.merge_run(run, "best", tmp_path / "m16", options=M.MergeOptions(dtype="bf16", **FAST))
     report = M.merge_run(run, "best", tmp_path / "m32", options=M.MergeOptions(dtype="fp32", **FAST))
@@ -312,7 +312,7 @@ def bf16_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     model, tokenizer = make_tiny_model(None, seed=0)
     model.to(torch.bfloat16).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
-    return make_lora_run(folder, folder.parent / "run", init_std=0.05)
+    return make_demo_run(folder, folder.parent / "run", init_std=0.05)
 
 
 def test_merge_fp16_of_bf16_base_written_in_bf16_is_caught(
@@ -364,7 +364,7 @@ def test_merge_fp16_drops_nothing_and_a_dropped_delta_fails(
 def test_merge_fp16_accepts_delta_partly_below_its_resolution(base_dir: Path, tmp_path: Path) -> None:
     """Where fp16 rounds part of the delta away, the saved weights legitimately equal the base:
     only positions where round(W + delta) != round(W) are held to the merged value."""
-    run = make_lora_run(base_dir, tmp_path / "small", init_std=2e-5)
+    run = make_demo_run(base_dir, tmp_path / "small", init_std=2e-5)
     report = M.merge_run(run, "best", tmp_path / "m", options=M.MergeOptions(dtype="fp16", **FAST))
     probes = report.delta["saved_probes"]
     assert 0.1 < report.delta["survival_fraction"] < 0.9

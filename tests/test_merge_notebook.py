@@ -49,11 +49,11 @@ def test_notebook_runs_on_a_tiny_run_and_fails_clearly_without_one(
     root = project_root()
     monkeypatch.setenv("TOOLRL_ROOT", str(tmp_path))  # the kernel writes figures under tmp_path
     from toolrl_lib import merge
+    from toolrl_lib.merge import make_demo_run
     from toolrl_lib.models import make_tiny_model
-    from toolrl_lib.testing import make_lora_run
 
     make_tiny_model(tmp_path / "base")
-    make_lora_run(tmp_path / "base", tmp_path / "wd" / "grpo", init_std=0.05)
+    make_demo_run(tmp_path / "base", tmp_path / "wd" / "grpo", init_std=0.05)
     # gguf_types []: llama.cpp's converter does not know the tiny byte tokenizer's pre-tokenizer;
     # the export runs on the embedded model's tokenizer in tests/test_gguf_export.py.
     common = {"n_generations": 2, "max_new_tokens": 4, "device": "cpu", "gguf_types": []}

@@ -68,11 +68,8 @@ def test_a_model_without_lora_is_refused(tiny_model_dir):
 @pytest.mark.gpu_harness
 def test_benchmark_script_writes_its_table(tiny_model_dir, tmp_path):
     import json
-    import sys
-    from pathlib import Path
 
-    sys.path += [str(Path(__file__).resolve().parents[1] / "benchmarks" / d) for d in ("gpu", ".")]
-    import merged_generation as bench
+    from benchmarks.gpu import merged_generation as bench
 
     assert bench.main(["--model", str(tiny_model_dir), "--batch", "2", "--new-tokens", "4",
                        "--repeats", "1", "--rank", "4", "--out", str(tmp_path)]) == 0

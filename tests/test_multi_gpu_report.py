@@ -6,17 +6,12 @@ from __future__ import annotations
 
 import csv
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.append(str(BENCH / "gpu"))  # after site-packages
-
-import multi_gpu  # noqa: E402
-
-from toolrl_lib.train.gen_timing import timing_file  # noqa: E402
+from benchmarks.gpu import multi_gpu
+from toolrl_lib.train.gen_timing import timing_file
 
 pytestmark = pytest.mark.gpu_harness
 

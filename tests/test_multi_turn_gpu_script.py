@@ -15,13 +15,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "gpu" / "rl_multi_turn_gpu.py"
 pytestmark = pytest.mark.gpu_harness
 
 
 def _script(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
-    done = subprocess.run([sys.executable, str(SCRIPT), *args], cwd=ROOT, env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "benchmarks.gpu.rl_multi_turn_gpu", *args], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done
@@ -57,8 +56,7 @@ def test_gpu_chain_on_cpu_resumes_and_reports(tmp_path, tiny_model_dir):
 
 
 def test_report_command_leaves_the_note_texts_out():
-    sys.path.insert(0, str(SCRIPT.parent))
-    import rl_multi_turn_gpu as script
+    from benchmarks.gpu import rl_multi_turn_gpu as script
 
     argv = ["x.py", "report", "--note", "a b", "--work", "w", "--note", "--partial"]
     assert script.report_command(argv) == "x.py report --work w --note ... (the notes below)"

@@ -4,15 +4,11 @@ paired differences over seeds."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.append(str(BENCH))
-
-import priming_variants as pv  # noqa: E402
+from benchmarks import priming_variants as pv
 
 
 def test_variant_names_overrides_and_compute() -> None:

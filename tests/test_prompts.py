@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.fixtures.templates import QWEN3_STYLE_TEMPLATE
 from toolrl_lib.data.example import Example
 from toolrl_lib.models import CHATML_TEMPLATE, make_tiny_tokenizer
 from toolrl_lib.prompts import (
@@ -17,7 +18,6 @@ from toolrl_lib.prompts import (
     get_adapter,
     template_handles_tools,
 )
-from toolrl_lib.testing.templates import QWEN3_STYLE_TEMPLATE
 
 TOOLS = [
     {

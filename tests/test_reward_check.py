@@ -2,8 +2,8 @@
 
 import pytest
 
+from benchmarks import reward_check as rc
 from toolrl_lib.data.bfcl import load_bfcl_examples
-from toolrl_lib.evaluate import reward_check as rc
 from toolrl_lib.prompts import get_adapter
 
 RENDER = get_adapter("hermes").render_completion

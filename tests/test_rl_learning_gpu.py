@@ -4,15 +4,9 @@ Harness tests: ``pytest -m gpu_harness``."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path += [str(BENCH), str(BENCH / "gpu")]  # after site-packages: benchmarks/bfcl_eval.py must not hide bfcl_eval
-
-import rl_learning_gpu as rl  # noqa: E402
+from benchmarks.gpu import rl_learning_gpu as rl
 
 pytestmark = pytest.mark.gpu_harness
 
@@ -87,7 +81,7 @@ def test_bfcl_models_also_adds_the_variant_not_selected(tmp_path):
 
 
 def test_report_pairs_each_extra_variant_with_primed_and_the_selected():
-    import rl_learning_report as report
+    from benchmarks import rl_learning_report as report
 
     pairs = report.pairs_for(["base", "primed", "grpo", "dapo-weighted"])
     assert ("primed", "dapo-weighted") in pairs and ("grpo", "dapo-weighted") in pairs

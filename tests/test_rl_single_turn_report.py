@@ -1,18 +1,13 @@
 """Issue 18 report: rl_single_turn.json in the issue's shape, from finished BFCL folders."""
 
 import json
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.append(str(BENCH))  # after site-packages: benchmarks/bfcl_eval.py must not hide bfcl_eval
-
-import rl_single_turn_report as report  # noqa: E402
-
-from toolrl_lib.evaluate.bfcl_summary import HEADLINE_METRICS, SUMMARY_CATEGORIES  # noqa: E402
+from benchmarks import rl_single_turn_report as report
+from toolrl_lib.evaluate.bfcl_summary import HEADLINE_METRICS, SUMMARY_CATEGORIES
 
 
 def _folder(root: Path, label: str, rate: float) -> None:

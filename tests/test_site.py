@@ -1,5 +1,6 @@
 """``make site``: MkDocs + mkdocs-jupyter over executed notebooks, served on localhost and read
-in headless Chromium (each page rendered, no console errors, every image loaded).
+in headless Chromium (each page rendered, no console errors, every image loaded; the
+``browser`` marker), and what it publishes (no absolute path of the checkout).
 
 The executed notebooks here are the course's own notebooks with outputs attached (a text line
 and a committed figure per notebook): executing the workbook costs ~27 min and is the
@@ -10,6 +11,7 @@ from __future__ import annotations
 import base64
 import functools
 import http.server
+import json
 import shutil
 import threading
 from pathlib import Path
@@ -17,9 +19,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from toolrl_lib import browser, site
+from tools import browser, site
 
-pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -32,6 +33,18 @@ def test_site_refuses_a_run_without_executed_notebooks(tmp_path: Path) -> None:
 def test_site_landing_page_links_to_notebook_pages() -> None:
     text = site._landing_page("see [01](notebooks/01_data_exploration.ipynb) and `notebooks/`")
     assert "(01_data_exploration/)" in text and "`notebooks/`" in text
+
+
+def test_published_notebooks_carry_no_absolute_path_of_the_checkout() -> None:
+    root = Path("/home/someone/toolrl")
+    executed = json.dumps({"metadata": {"papermill": {"input_path": f"{root}/notebooks/03_x.ipynb"}},
+                           "cells": [{"outputs": [{"text": f'File "{root}/toolrl_lib/x.py", line 3\n'},
+                                                  {"text": f"root: {root}\n"},
+                                                  {"text": f"{root}2/other"}]}]})
+    published = site.publishable(executed, root)
+    assert published.count(str(root)) == 1  # only inside the other folder's name
+    assert "notebooks/03_x.ipynb" in published and 'File \\"toolrl_lib/x.py\\"' in published
+    assert "root: .\\n" in published and f"{root}2/other" in published
 
 
 def _fake_run(run: Path) -> None:
@@ -61,6 +74,7 @@ def _module(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
+@pytest.mark.browser
 def test_site_pages_render_in_chromium(built: Path) -> None:
     path = browser.chromium_path()
     if path is None:

@@ -8,9 +8,9 @@ import sys
 import nbformat
 import pytest
 
-from toolrl_lib import workbook
+from tests.fixtures.nbbuild import SETUP_CELL, build_notebook
 from toolrl_lib.paths import project_root
-from toolrl_lib.testing.nbbuild import SETUP_CELL, build_notebook
+from tools import workbook
 
 
 def _make(folder, name, body):
@@ -29,7 +29,35 @@ def test_runs_in_order_and_injects_parameters(tmp_path):
     assert [r.notebook for r in results] == ["97_first.ipynb", "98_second.ipynb"]
     executed = nbformat.read(tmp_path / "run" / "98_second.ipynb", as_version=4)
     injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
-    assert injected and str(tmp_path / "run") in injected[0].source
+    assert injected and str(tmp_path / "run") in injected[0].source  # outside the project: as given
+
+
+def test_workdir_inside_the_project_is_injected_relative(tmp_path, monkeypatch):
+    """Papermill writes the injected parameters and its own metadata into the executed copy, which
+    the site publishes: a workdir inside the project goes in relative to the project root, and
+    the notebook still finds it (``resolve``) from the kernel's working directory."""
+    monkeypatch.setenv("TOOLRL_ROOT", str(tmp_path))
+    nbs = tmp_path / "notebooks"
+    _make(nbs, "97_write.ipynb", "from toolrl_lib.paths import resolve\n"
+                                 "(resolve(workdir) / 'out.txt').write_text(workdir)")
+    results = workbook.run_workbook("smoke", notebooks_dir=nbs, workdir=tmp_path / "runs" / "r1",
+                                    log=lambda *_: None)
+    assert results[0].parameters["workdir"] == "runs/r1"
+    assert (tmp_path / "runs" / "r1" / "out.txt").read_text() == "runs/r1"
+    executed = (tmp_path / "runs" / "r1" / "97_write.ipynb").read_text()
+    assert str(tmp_path) not in executed
+    papermill = json.loads(executed)["metadata"]["papermill"]
+    assert (papermill["input_path"], papermill["output_path"]) == (
+        "notebooks/97_write.ipynb", "runs/r1/97_write.ipynb")
+
+
+def test_display_path_is_relative_inside_the_project_only(tmp_path, monkeypatch):
+    from toolrl_lib.paths import display_path
+
+    monkeypatch.setenv("TOOLRL_ROOT", str(tmp_path / "checkout"))
+    assert display_path(tmp_path / "checkout" / "runs" / "r1" / "grpo") == "runs/r1/grpo"
+    assert display_path("runs/r1") == "runs/r1"  # already relative to the project root
+    assert display_path(tmp_path / "elsewhere") == str(tmp_path / "elsewhere")
 
 
 def test_failure_names_notebook_and_cell_and_keeps_partial(tmp_path):
@@ -53,9 +81,7 @@ def test_cli_exit_code_on_failure(tmp_path, monkeypatch):
         raise workbook.NotebookFailed(tmp_path / "03_x.ipynb", tmp_path / "o.ipynb", 4, "ValueError: bad")
 
     monkeypatch.setattr(workbook, "run_workbook", fail)
-    from toolrl_lib.cli import main
-
-    assert main(["workbook", "run", "--only", "03"]) == 1
+    assert workbook.main(["run", "--only", "03"]) == 1
 
 
 def test_select_and_profiles():
@@ -70,8 +96,14 @@ def test_select_and_profiles():
 def test_cli_help_lists_commands():
     out = subprocess.run([sys.executable, "-m", "toolrl_lib.cli", "--help"], capture_output=True, text=True)
     assert out.returncode == 0
-    for command in ("model", "workbook"):
-        assert command in out.stdout
+    assert "model" in out.stdout and "workbook" not in out.stdout  # course tooling: tools.workbook
+
+
+def test_workbook_module_lists_the_notebooks():
+    out = subprocess.run([sys.executable, "-m", "tools.workbook", "list"], capture_output=True,
+                         text=True, cwd=project_root())
+    assert out.returncode == 0, out.stderr
+    assert [line.split(":")[0] for line in out.stdout.splitlines()] == [p.name for p in NOTEBOOKS]
 
 
 # --- hygiene of the committed notebooks ----------------------------------------------------

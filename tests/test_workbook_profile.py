@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-sys.path.append(str(BENCH))  # after site-packages, as in test_grpo_throughput.py
-
-import workbook_profile as wp  # noqa: E402
+from benchmarks import workbook_profile as wp
 
 
 def run(total: float, priming: float) -> dict:
     return {
         "total_seconds": total, "peak_rss_gib": 3.5, "peak_tree_rss_gib": 3.6, "returncode": 0,
-        "command": "toolrl workbook run --profile smoke", "date": "2026-12-02 02:00",
+        "command": "python -m tools.workbook run --profile smoke", "date": "2026-12-02 02:00",
         "machine": {"commit": "abc1234", "dirty": False, "cpus": 2},
         "stages": [{"stage": "priming", "seconds": priming, "peak_rss_gib": 3.2},
                    {"stage": "BFCL scoring: base", "seconds": 4.0, "peak_rss_gib": 1.1},

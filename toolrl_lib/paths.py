@@ -1,5 +1,5 @@
 """Where things live. Notebooks run with cwd = notebooks/ (JupyterLab) or the repo root
-(papermill via ``toolrl workbook run``), so every path goes through ``project_root()``."""
+(papermill via ``python -m tools.workbook run``), so every path goes through ``project_root()``."""
 
 from __future__ import annotations
 
@@ -25,6 +25,17 @@ def resolve(path: str | os.PathLike[str]) -> Path:
     """A path relative to the project root (absolute paths pass through)."""
     path = Path(path).expanduser()
     return path if path.is_absolute() else project_root() / path
+
+
+def display_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as a reader should see it: relative to the project root when it lies inside
+    (``runs/20260101-120000/grpo``), so that printed outputs and executed notebooks carry no
+    absolute path of the machine that ran them; other paths unchanged."""
+    path = Path(path)
+    try:
+        return str(resolve(path).resolve().relative_to(project_root().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def figures_dir() -> Path:

@@ -5,10 +5,10 @@ Two phases, because the GPU host has no BFCL scorer venv:
 
     # GPU host (generate only; models side by side on the one GPU, resumable; packs
     # $OUT/bfcl_multi_turn.tar.gz with the generations and result files):
-    python benchmarks/gpu/bfcl_multi_turn.py generate --model base=embedded \\
+    python -m benchmarks.gpu.bfcl_multi_turn generate --model base=embedded \\
         --model primed=/tmp/rl/primed_model --work /tmp/mt --pack $OUT --deadline-s 540
     # here (sanitise + BFCL's official checker, tables):
-    python benchmarks/gpu/bfcl_multi_turn.py report --archive bfcl_multi_turn.tar.gz \\
+    python -m benchmarks.gpu.bfcl_multi_turn report --archive bfcl_multi_turn.tar.gz \\
         --work runs/bfcl_multi_turn --out benchmarks/results --command "..."
 
 ``all`` runs both here (a CPU check: ``all --limit 1 --max-new-tokens 16 --out /tmp/x``).
@@ -27,8 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lanes import Job, Outcome, run_lanes
-
+from benchmarks.gpu.lanes import Job, Outcome, run_lanes
 from toolrl_lib.data.bfcl import MULTI_TURN
 from toolrl_lib.paths import project_root
 
@@ -264,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--model wants LABEL=PATH, got {spec!r}")
         models.append((label, path))
     work = Path(args.work)
-    this = "python benchmarks/gpu/bfcl_multi_turn.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    this = "python -m benchmarks.gpu.bfcl_multi_turn " + " ".join(argv if argv is not None else sys.argv[1:])
     if args.phase in ("generate", "all"):
         phase_generate(models, work, args)
     if args.phase == "report" and args.archive:

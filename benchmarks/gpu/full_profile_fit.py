@@ -12,9 +12,9 @@ the ``--set`` overrides below: the smoke data, no difficulty filtering, a small 
 memory and the step times from the run's ``metrics.csv`` into
 ``<out>/full_profile_fit_<backend>.json`` (also written when the run fails or is killed).
 
-    python benchmarks/gpu/full_profile_fit.py --out $OUT                  # GPU, the config's backend (unsloth)
-    python benchmarks/gpu/full_profile_fit.py --out $OUT --backend peft   # GPU, the fallback backend
-    python benchmarks/gpu/full_profile_fit.py --out /tmp/f --shapes tiny --cpu --backend peft  # CPU smoke
+    python -m benchmarks.gpu.full_profile_fit --out $OUT                  # GPU, the config's backend (unsloth)
+    python -m benchmarks.gpu.full_profile_fit --out $OUT --backend peft   # GPU, the fallback backend
+    python -m benchmarks.gpu.full_profile_fit --out /tmp/f --shapes tiny --cpu --backend peft  # CPU smoke
 
 The colab profile (issue #24: a 16 GB T4, fp16) is proven the same way, plus the merge:
 ``--config configs/qwen3_1p7b_colab.yaml --shapes qwen3-1.7b --memory-cap-gb 15 --merge
@@ -39,10 +39,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/: grpo_throughput
-
-import grpo_throughput as gt  # noqa: E402  (the random model)
-from lanes import Job, run_lanes  # noqa: E402  (this folder's scheduler)
+from benchmarks import grpo_throughput as gt  # the random model
+from benchmarks.gpu.lanes import Job, run_lanes
 
 CONFIG = "configs/qwen3_8b_h100.yaml"
 
@@ -214,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         "overrides": overrides(a, model_dir), "run_dir": str(run_dir), "status": "running",
     }
     result_path.write_text(json.dumps(result, indent=2))
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--result", str(result_path),
+    cmd = [sys.executable, "-m", "benchmarks.gpu.full_profile_fit", "--child", "--result", str(result_path),
            "--run-dir", str(run_dir), "--config", a.config, "--memory-cap-gb", str(a.memory_cap_gb)]
     if a.cpu:
         cmd.append("--cpu")

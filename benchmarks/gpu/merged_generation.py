@@ -7,8 +7,8 @@ have a fixed length (EOS suppressed), decoding is greedy, so every way decodes t
 of tokens; the greedy tokens of the merged and LoRA ways are also compared (they differ only
 by rounding, which can flip a near-tie).
 
-    python benchmarks/gpu/merged_generation.py                              # embedded model, CPU
-    python benchmarks/gpu/merged_generation.py --device cuda --shapes qwen3-8b --batch 32 \
+    python -m benchmarks.gpu.merged_generation                              # embedded model, CPU
+    python -m benchmarks.gpu.merged_generation --device cuda --shapes qwen3-8b --batch 32 \
         --new-tokens 128 --repeats 1                  # random weights at Qwen3-8B shapes, no files
 
 With ``--shapes`` the model has random weights and the prompts are random token ids (speed
@@ -55,8 +55,7 @@ def _random_model(shapes: str, prompt_tokens: int, batch: int, device: str, dtyp
     import torch
     from transformers import AutoModelForCausalLM, GenerationConfig, Qwen3Config
 
-    sys.path.append(str(Path(__file__).resolve().parents[1]))  # benchmarks/
-    from grpo_throughput import SHAPES
+    from benchmarks.grpo_throughput import SHAPES
 
     torch.manual_seed(0)
     with torch.device(device):
@@ -157,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         "device_name": device_name, "dtype": str(dtype), "batch": a.batch, "new_tokens": a.new_tokens,
         "prompt_tokens": int(inputs["input_ids"].shape[1]), "lora_rank": a.rank,
         "torch": torch.__version__, "threads": torch.get_num_threads(), "rows": [],
-        "command": " ".join(["python benchmarks/gpu/merged_generation.py",
+        "command": " ".join(["python -m benchmarks.gpu.merged_generation",
                              *(sys.argv[1:] if argv is None else argv)])}
     tokens: dict[str, Any] = {}
     for name, way in ways.items():  # results are written after every way (a kill keeps them)

@@ -14,7 +14,7 @@ and the 2-GPU/1-GPU throughput ratio. Rows are written after every run to
 ``<out>/multi_gpu.{json,csv,md}``; ``--time-budget-s`` bounds the whole script (a run that
 would pass it is killed and its partial metrics kept).
 
-    PYTHONPATH=/tmp/site:$PWD TOOLRL_CACHE=/tmp/toolrl-cache python3 benchmarks/gpu/multi_gpu.py --out $OUT
+    PYTHONPATH=/tmp/site:$PWD TOOLRL_CACHE=/tmp/toolrl-cache python3 -m benchmarks.gpu.multi_gpu --out $OUT
 """
 
 from __future__ import annotations
@@ -30,8 +30,7 @@ import threading
 import time
 from pathlib import Path
 
-from lanes import Job, run_lanes
-
+from benchmarks.gpu.lanes import Job, run_lanes
 from toolrl_lib.train.gen_timing import decode_summary, read_generation_times, straggler_table
 
 # H200 hosts here: NVLink multicast must stay off (see the device notes).

@@ -18,10 +18,10 @@ survive between commands while the GPU host stays warm):
     report  (on the CPU box) score the generations with BFCL's own scorer, paired bootstrap
             CIs, tables in benchmarks/results/rl_learning_gpu.{md,json,csv} and figures
 
-    python benchmarks/gpu/rl_learning_gpu.py prime  --work /tmp/rl
-    python benchmarks/gpu/rl_learning_gpu.py train  --work /tmp/rl --gpus 0,1 --train-seconds 380
-    python benchmarks/gpu/rl_learning_gpu.py bfcl   --work /tmp/rl --gpus 0,1 --out $OUT
-    python benchmarks/gpu/rl_learning_gpu.py report --archive rl_learning.tar.gz
+    python -m benchmarks.gpu.rl_learning_gpu prime  --work /tmp/rl
+    python -m benchmarks.gpu.rl_learning_gpu train  --work /tmp/rl --gpus 0,1 --train-seconds 380
+    python -m benchmarks.gpu.rl_learning_gpu bfcl   --work /tmp/rl --gpus 0,1 --out $OUT
+    python -m benchmarks.gpu.rl_learning_gpu report --archive rl_learning.tar.gz
 """
 
 from __future__ import annotations
@@ -33,9 +33,7 @@ import tarfile
 import time
 from pathlib import Path
 
-sys.path.append(str(Path(__file__).resolve().parents[1]))  # the report benchmarks beside gpu/
-
-from lanes import Job, Outcome, run_lanes  # noqa: E402  (this folder's scheduler)
+from benchmarks.gpu.lanes import Job, Outcome, run_lanes
 
 CONFIG = "configs/embedded_gpu.yaml"
 FAMILY = "hermes"
@@ -124,7 +122,7 @@ def phase_prime(work: Path) -> None:
 def phase_train(work: Path, gpus: list[str], train_seconds: float, variants: list[str],
                 deadline_s: float) -> None:
     """Every variant at once, spread round-robin over ``gpus``; killed at ``deadline_s``."""
-    jobs = [Job(name, [sys.executable, __file__, "worker", "--work", str(work), "--variant", name,
+    jobs = [Job(name, [sys.executable, "-m", "benchmarks.gpu.rl_learning_gpu", "worker", "--work", str(work), "--variant", name,
                        "--train-seconds", str(train_seconds), "--device", DEVICE,
                        *[f"--set={item}" for item in EXTRA]],
                 log=work / f"train-{name}.log", append_log=True,  # a resumed call appends
@@ -329,11 +327,11 @@ def main() -> None:
                    also=[v for v in args.also.split(",") if v],
                    only=args.only.split(",") if args.only else None)
     elif args.phase == "single-turn-report":  # issue 18: rl_single_turn.{md,json}
-        from rl_single_turn_report import single_turn_report
+        from benchmarks.rl_single_turn_report import single_turn_report
 
         single_turn_report(Path(args.archive), Path(args.out), work, commands=args.command, tag=args.tag)
     else:
-        from rl_learning_report import report
+        from benchmarks.rl_learning_report import report
 
         report(Path(args.archive), Path(args.out), work, common_subset=args.common_subset, tag=args.tag)
 

@@ -15,8 +15,8 @@ Two phases:
             95% CIs of GRPO - primed per category and on our own tasks ->
             benchmarks/results/rl_multi_turn.{md,json} (the shape of rl_single_turn.json)
 
-    python benchmarks/gpu/rl_multi_turn_gpu.py run --work /tmp/mtrl --out $OUT --set grpo.max_steps=12
-    python benchmarks/gpu/rl_multi_turn_gpu.py report --archive rl_multi_turn.tar.gz --work runs/rl_multi_turn
+    python -m benchmarks.gpu.rl_multi_turn_gpu run --work /tmp/mtrl --out $OUT --set grpo.max_steps=12
+    python -m benchmarks.gpu.rl_multi_turn_gpu report --archive rl_multi_turn.tar.gz --work runs/rl_multi_turn
 
 Selection: the run validates on our validation split before GRPO (primed) and after it (final); there is
 one GRPO candidate (the final adapter; ``best/`` is a copy of ``last/``), so nothing is selected, and
@@ -37,8 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bfcl_multi_turn as bmt  # noqa: E402
+from benchmarks.gpu import bfcl_multi_turn as bmt
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = "configs/multi_turn_embedded_gpu.yaml"

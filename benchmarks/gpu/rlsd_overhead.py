@@ -8,8 +8,8 @@ the live teacher, RLSD-TR) on identical batches — RLSD keeps the random stream
 so all three sample the same completions — and reports seconds per optimizer step and peak
 GPU memory. Weights are random, so rewards and losses mean nothing here; only cost does.
 
-    python benchmarks/gpu/rlsd_overhead.py                      # GPU: SmolLM2-135M-shaped model
-    python benchmarks/gpu/rlsd_overhead.py --hidden 64 --layers 2 --steps 2 --warmup 1  # CPU smoke
+    python -m benchmarks.gpu.rlsd_overhead                      # GPU: SmolLM2-135M-shaped model
+    python -m benchmarks.gpu.rlsd_overhead --hidden 64 --layers 2 --steps 2 --warmup 1  # CPU smoke
 
 writes benchmarks/results/rlsd_overhead.{json,csv,md}.
 """
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         "model": f"random Llama, hidden {a.hidden}, {a.layers} layers, byte-level vocab (tiny tokenizer)",
         "batch": f"{a.completions} completions/step ({a.completions // a.generations} prompts x {a.generations}), "
                  f"<= {a.completion_tokens} new tokens, LoRA r16 all projections",
-        "command": "python benchmarks/gpu/rlsd_overhead.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": "python -m benchmarks.gpu.rlsd_overhead " + " ".join(argv if argv is not None else sys.argv[1:]),
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     out = Path(a.results)

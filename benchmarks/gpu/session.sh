@@ -18,7 +18,7 @@
 #     RL_VARIANTS=dapo-weighted,dapo-weighted-nocall3 (no-call prompts 12% -> 29% of the mix)
 #   6 [data/processed/smoke]  RL phase "bfcl" (one model per GPU at a time; repeat to finish)
 #     -> rl_learning.tar.gz; then on this box:
-#     python benchmarks/gpu/rl_learning_gpu.py report --archive rl_learning.tar.gz
+#     python -m benchmarks.gpu.rl_learning_gpu report --archive rl_learning.tar.gz
 #   7 [.whl/unsloth if step 3 was skipped]  GRPO throughput, all variants, both GPUs; repeat
 #     with TP_RESUME=1 until every row is measured -> throughput.tar.gz
 #   8 [data/processed/smoke]  multi-GPU: 1 GPU vs DDP on 2 (micro-batch layout), ZeRO-3 full FT;
@@ -50,27 +50,27 @@
 #   mt [.whl/gguf2 data/processed/smoke]  model, priming (LoRA SFT, merged, ~40 s) unless /tmp/rl has it,
 #      then generate-only for base and primed side by side on the GPU until SMT (570) s; repeat `mt`
 #      (nothing to carry) to resume what the deadline cut -> $OUT/bfcl_multi_turn.tar.gz; then here:
-#      python benchmarks/gpu/bfcl_multi_turn.py report --archive bfcl_multi_turn.tar.gz --command ...
+#      python -m benchmarks.gpu.bfcl_multi_turn report --archive bfcl_multi_turn.tar.gz --command ...
 # Issue 20 (one H200, kind nvidia-h200; ~25 min of device time): 1 [.whl/gguf1 .whl/base data/processed/smoke],
 #   then mtrl [.whl/gguf2 data/processed/smoke] (model; priming, then GRPO while BFCL of the primed model runs
 #   beside it; own test tasks; BFCL of the GRPO model), then mtrl again (nothing to carry) until it says
 #   "done" -> $OUT/rl_multi_turn.tar.gz; MTRL_ARGS="--set grpo.max_steps=12" for more GRPO steps; then here:
-#   python benchmarks/gpu/rl_multi_turn_gpu.py report --archive rl_multi_turn.tar.gz --work runs/rl_multi_turn
+#   python -m benchmarks.gpu.rl_multi_turn_gpu report --archive rl_multi_turn.tar.gz --work runs/rl_multi_turn
 # Issue 18 (one H200, ~20 min of device time; kind nvidia-h200; backend peft, so no bnb/unsloth):
 #   1 [.whl/gguf1 .whl/base .whl/ds data/processed/smoke], then
 #   18 [.whl/gguf2 data/processed/smoke]  model, priming, I18_VARIANTS side by side on GPU 0 (same primed
 #      model, seed and data order), BFCL of base and then primed on the same GPU meanwhile
 #   18b [data/processed/smoke]  every variant resumes for S18B_TRAIN s, then BFCL of the variant selected on
 #      validation binary_summary@16 (never BFCL); rl_learning.tar.gz + each variant's best/ adapter
-#   report on this box: python benchmarks/gpu/rl_learning_gpu.py single-turn-report --archive rl_learning.tar.gz \
+#   report on this box: python -m benchmarks.gpu.rl_learning_gpu single-turn-report --archive rl_learning.tar.gz \
 #      --work runs/rl_single_turn --out benchmarks/results
 #   Second issue-18 session (the fixed reward, hard negatives): the same chain 1, 18, 18b with
 #   I18_VARIANTS=i18f-binary,i18f-hardneg,i18f-hardneg-bal I18_SET="validation.hard_negatives=12"
 #   (I18_SET: --set overrides for every phase, so that all models validate on one set); then here:
-#     python benchmarks/gpu/rl_learning_gpu.py single-turn-report --archive rl_learning.tar.gz \
+#     python -m benchmarks.gpu.rl_learning_gpu single-turn-report --archive rl_learning.tar.gz \
 #       --work runs/rl_single_turn_fixed --out benchmarks/results --tag fixed
-#     python benchmarks/rl_call_diagnosis.py --work runs/rl_single_turn_fixed --out benchmarks/results --tag fixed
-#     python benchmarks/reward_vs_bfcl.py dirs runs/rl_single_turn_fixed/bfcl/{base,primed,grpo} --tag gpu_fixed
+#     python -m benchmarks.history.rl_call_diagnosis --work runs/rl_single_turn_fixed --out benchmarks/results --tag fixed
+#     python -m benchmarks.reward_vs_bfcl dirs runs/rl_single_turn_fixed/bfcl/{base,primed,grpo} --tag gpu_fixed
 #   Dry run of this chain on CPU (tiny random model as primed_model, --device cpu, tiny --set sizes):
 #   train + bfcl --only grpo,primed --limit 1 ran end to end (selection on validation, hard negatives, kind order).
 set -uo pipefail
@@ -93,26 +93,26 @@ case "${1:?step}" in
      mkdir -p /tmp/rl
      bash "$0" model || exit 1
      if [ "${SIDE:-}" = bfcl0 ]; then  # GPU 1: BFCL of base, then of primed once it exists
-       ( python3 benchmarks/gpu/rl_learning_gpu.py bfcl --work /tmp/rl --gpus 1 --only base --out "$OUT" \
+       ( python3 -m benchmarks.gpu.rl_learning_gpu bfcl --work /tmp/rl --gpus 1 --only base --out "$OUT" \
            --deadline-s "$(left $((S4 - 25)))"
          until [ -f /tmp/rl/start_validation.json ] || [ "$(left "$S4")" -lt 90 ]; do sleep 5; done
-         python3 benchmarks/gpu/rl_learning_gpu.py bfcl --work /tmp/rl --gpus 1 --only primed --out "$OUT" \
+         python3 -m benchmarks.gpu.rl_learning_gpu bfcl --work /tmp/rl --gpus 1 --only primed --out "$OUT" \
            --deadline-s "$(left $((S4 - 25)))" ) > /tmp/rl/side.log 2>&1 &
      fi
      # one GPU visible: the priming SFT is a single-process run
-     CUDA_VISIBLE_DEVICES=0 python3 benchmarks/gpu/rl_learning_gpu.py prime --work /tmp/rl > /tmp/rl/prime.log 2>&1
+     CUDA_VISIBLE_DEVICES=0 python3 -m benchmarks.gpu.rl_learning_gpu prime --work /tmp/rl > /tmp/rl/prime.log 2>&1
      grep -v "it/s]" /tmp/rl/prime.log | tail -4
      bash "$0" train "$(left $((S4 - 15)))"
      wait; [ -f /tmp/rl/side.log ] && grep -v "it/s]" /tmp/rl/side.log | tail -6 ;;
   18) S=${S18:-575}; mkdir -p /tmp/rl
      bash "$0" model || exit 1
      SEL=(--set=validation.best_metric=summary); for item in ${I18_SET:-}; do SEL+=("--set=$item"); done
-     ( python3 benchmarks/gpu/rl_learning_gpu.py bfcl --work /tmp/rl --gpus 0 --only base --out "$OUT" "${SEL[@]}" \
+     ( python3 -m benchmarks.gpu.rl_learning_gpu bfcl --work /tmp/rl --gpus 0 --only base --out "$OUT" "${SEL[@]}" \
          --deadline-s "$(left $((S - 25)))"
        until [ -f /tmp/rl/start_validation.json ] || [ "$(left "$S")" -lt 90 ]; do sleep 5; done
-       python3 benchmarks/gpu/rl_learning_gpu.py bfcl --work /tmp/rl --gpus 0 --only primed --out "$OUT" "${SEL[@]}" \
+       python3 -m benchmarks.gpu.rl_learning_gpu bfcl --work /tmp/rl --gpus 0 --only primed --out "$OUT" "${SEL[@]}" \
          --deadline-s "$(left $((S - 25)))" ) > /tmp/rl/side.log 2>&1 &
-     python3 benchmarks/gpu/rl_learning_gpu.py prime --work /tmp/rl "${SEL[@]}" > /tmp/rl/prime.log 2>&1
+     python3 -m benchmarks.gpu.rl_learning_gpu prime --work /tmp/rl "${SEL[@]}" > /tmp/rl/prime.log 2>&1
      grep -v "it/s]" /tmp/rl/prime.log | tail -3
      RL_GPUS=0 RL_SET="${RL_SET:-} ${I18_SET:-}" RL_VARIANTS=${I18_VARIANTS:-i18-weighted,i18-binary,i18-spurious,i18-sharp} \
        bash "$0" train "$(left $((S - 15)))"
@@ -121,53 +121,53 @@ case "${1:?step}" in
      SEL=(--set=validation.best_metric=summary); for item in ${I18_SET:-}; do SEL+=("--set=$item"); done
      RL_GPUS=0 RL_SET="${RL_SET:-} ${I18_SET:-}" RL_VARIANTS=${I18_VARIANTS:-i18-weighted,i18-binary,i18-spurious,i18-sharp} \
        bash "$0" train "${S18B_TRAIN:-300}"
-     python3 benchmarks/gpu/rl_learning_gpu.py bfcl --work /tmp/rl --gpus 0 --out "$OUT" "${SEL[@]}" \
+     python3 -m benchmarks.gpu.rl_learning_gpu bfcl --work /tmp/rl --gpus 0 --out "$OUT" "${SEL[@]}" \
        --deadline-s "$(left $((S - 20)))"
      for run in /tmp/rl/runs/*/; do [ -d "$run/best" ] && tar czf "$OUT/adapter-$(basename "$run").tar.gz" -C "$run" best; done
      cat /tmp/rl/selection.json; ls -la "$OUT" ;;
   mt) S=${SMT:-570}; mkdir -p /tmp/rl   # issue 19: BFCL multi-turn, base and primed, generate only
      [ -f /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf ] || bash "$0" model || exit 1
      if [ ! -f /tmp/rl/primed_model/config.json ]; then
-       python3 benchmarks/gpu/rl_learning_gpu.py prime --work /tmp/rl > /tmp/rl/prime.log 2>&1
+       python3 -m benchmarks.gpu.rl_learning_gpu prime --work /tmp/rl > /tmp/rl/prime.log 2>&1
        grep -v "it/s]" /tmp/rl/prime.log | tail -3
      fi
-     python3 benchmarks/gpu/bfcl_multi_turn.py generate --model base=embedded --model primed=/tmp/rl/primed_model \
+     python3 -m benchmarks.gpu.bfcl_multi_turn generate --model base=embedded --model primed=/tmp/rl/primed_model \
        --work /tmp/mt --pack "$OUT" --deadline-s "$(left $((S - 20)))" ${MT_ARGS:-}
      tail -3 /tmp/mt/*.log ;;
   mtrl) S=${SMTRL:-575}   # issue 20: multi-turn priming + GRPO, own tasks, BFCL multi-turn of primed and GRPO
      [ -f /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf ] || bash "$0" model || exit 1
-     python3 benchmarks/gpu/rl_multi_turn_gpu.py run --work /tmp/mtrl --out "$OUT" --budget-s "$(left "$S")" \
+     python3 -m benchmarks.gpu.rl_multi_turn_gpu run --work /tmp/mtrl --out "$OUT" --budget-s "$(left "$S")" \
        ${MTRL_ARGS:-}
      tail -n 2 /tmp/mtrl/keep/bfcl/*.log ;;
   5) S5=${S5:-555}
      if [ "${SIDE:-}" = fit ]; then  # GPU 1: the full profile's fit while GPU 0 trains
-       CUDA_VISIBLE_DEVICES=1 python3 benchmarks/gpu/full_profile_fit.py --out "$OUT" \
+       CUDA_VISIBLE_DEVICES=1 python3 -m benchmarks.gpu.full_profile_fit --out "$OUT" \
          --time-budget-s "$((S5 - 20))" > /tmp/fit.log 2>&1 &
      fi
      bash "$0" train "$S5"
      wait; [ -f /tmp/fit.log ] && tail -22 /tmp/fit.log ;;
   train) D=${2:?seconds}   # workers stop at D-120 s (checkpoint, final validation), killed at D
      SETS=(); for item in ${RL_SET:-}; do SETS+=("--set=$item"); done
-     python3 benchmarks/gpu/rl_learning_gpu.py train --work /tmp/rl --gpus "${RL_GPUS:-0,1}" \
+     python3 -m benchmarks.gpu.rl_learning_gpu train --work /tmp/rl --gpus "${RL_GPUS:-0,1}" \
        --variants "${RL_VARIANTS:-grpo-weighted,rlsd-weighted,grpo-binary,dapo-weighted}" "${SETS[@]}" \
        --train-seconds "$((D - 120))" --deadline-s "$D" > /tmp/rl/train.log 2>&1
      tail -8 /tmp/rl/train.log ;;
-  6) python3 benchmarks/gpu/rl_learning_gpu.py bfcl --work /tmp/rl --gpus 0,1 --out "$OUT" --deadline-s "${S6:-540}" \
+  6) python3 -m benchmarks.gpu.rl_learning_gpu bfcl --work /tmp/rl --gpus 0,1 --out "$OUT" --deadline-s "${S6:-540}" \
        ${BFCL_ALSO:+--also "$BFCL_ALSO"} ;;
-  7) python3 benchmarks/grpo_throughput.py --prepare-model > /tmp/tp-prepare.log 2>&1
-     python3 benchmarks/grpo_throughput.py --out /tmp/tp ${TP_RESUME:+--resume} --time-budget-s "$(left ${S7:-560})" \
+  7) python3 -m benchmarks.grpo_throughput --prepare-model > /tmp/tp-prepare.log 2>&1
+     python3 -m benchmarks.grpo_throughput --out /tmp/tp ${TP_RESUME:+--resume} --time-budget-s "$(left ${S7:-560})" \
        --variants "$TP_VARIANTS" > /tmp/tp.log 2>&1
      tail -12 /tmp/tp.log; cp /tmp/tp*.log /tmp/tp/; pack throughput -C /tmp tp ;;
   8) if [ -n "${MG_RESUME:-}" ]; then mkdir -p /tmp/mg && cp benchmarks/results/multi_gpu.json /tmp/mg/; fi
-     python3 benchmarks/gpu/multi_gpu.py --out /tmp/mg --work /tmp/mgw --steps "${MG_STEPS:-5}" \
+     python3 -m benchmarks.gpu.multi_gpu --out /tmp/mg --work /tmp/mgw --steps "${MG_STEPS:-5}" \
        --global-batch "${MG_BATCH:-64}" --micro-batch 32 --completion-tokens "${MG_TOKENS:-64}" --priming-steps 8 --val-examples 8 \
        --runs "${MG_RUNS:-1gpu,ddp2,zero3}" ${MG_RESUME:+--resume} --time-budget-s "${MG_S:-330}" 2>&1 | tail -25
      pack multi_gpu -C /tmp mg ;;
-  fit) python3 benchmarks/gpu/full_profile_fit.py --out "$OUT" --time-budget-s "${SFIT:-540}" 2>&1 | tail -20 ;;
+  fit) python3 -m benchmarks.gpu.full_profile_fit --out "$OUT" --time-budget-s "${SFIT:-540}" 2>&1 | tail -20 ;;
   colabfit) bash "$0" model || exit 1   # the random model borrows the embedded tokenizer
-     python3 benchmarks/gpu/full_profile_fit.py --config configs/qwen3_1p7b_colab.yaml --shapes qwen3-1.7b \
+     python3 -m benchmarks.gpu.full_profile_fit --config configs/qwen3_1p7b_colab.yaml --shapes qwen3-1.7b \
        --memory-cap-gb 15 --merge --label colab_profile_fit --max-steps 3 --out "$OUT" \
        --time-budget-s "${SCOLAB:-230}" 2>&1 | tail -24 ;;
-  9) python3 benchmarks/gpu/merged_generation.py --device cuda --shapes qwen3-8b --batch 32 --new-tokens 128 \
+  9) python3 -m benchmarks.gpu.merged_generation --device cuda --shapes qwen3-8b --batch 32 --new-tokens 128 \
        --repeats 1 --out "$OUT" 2>&1 | tail -8 ;;
 esac

@@ -5,7 +5,7 @@ priming + a few GRPO steps), once per backend, and records wall time, the run-di
 files each produced, validation mean@k before/after and the last metrics row, to
 ``<out>/train_backends_gpu.json`` and a markdown table ``<out>/train_backends_gpu.md``.
 
-    python benchmarks/gpu/train_backends_gpu.py --out benchmarks/results [--work DIR] [--gguf PATH]
+    python -m benchmarks.gpu.train_backends_gpu --out benchmarks/results [--work DIR] [--gguf PATH]
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ Every merge is verified before its output folder exists (the checks, in order, a
 
 Modules: ``core`` (the merge and its checks in order), ``checks`` (the measurements),
 ``inputs`` (adapter, base and prompts from a run directory), ``publish`` (staging, provenance,
-hub upload), ``report`` (options, report, errors), ``display`` and ``plots`` (notebook 04).
+hub upload), ``report`` (options, report, errors), ``display`` and ``plots`` (notebook 04),
+``demo`` (a run with a random adapter, for notebook 04 before notebook 03 has trained one).
 This package namespace is the merge API the CLI, notebook 04 and the tests use.
 """
 
@@ -18,6 +19,7 @@ from toolrl_lib.merge.checks import (
     stored_dtypes,
 )
 from toolrl_lib.merge.core import choose_backend, merge_adapter, merge_run, save_merged
+from toolrl_lib.merge.demo import make_demo_run
 from toolrl_lib.merge.display import side_by_side, summary_rows
 from toolrl_lib.merge.inputs import (
     adapter_base_name,
@@ -43,7 +45,7 @@ __all__ = [
     "RUN_INFO", "MergeError", "MergeOptions", "MergeReport", "MergeVerificationError",
     "adapter_base_name", "check_adapter_folder", "checkpoint_dtype", "choose_backend", "compare_generations",
     "default_output",
-    "is_complete_merge", "logit_limits", "merge_adapter", "merge_run", "push_to_hub",
+    "is_complete_merge", "logit_limits", "make_demo_run", "merge_adapter", "merge_run", "push_to_hub",
     "read_run_info", "resolve_base", "resolve_checkpoint", "run_settings", "save_merged",
     "sha256_of", "side_by_side", "stored_dtypes", "summary_rows",
 ]

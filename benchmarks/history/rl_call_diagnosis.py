@@ -1,7 +1,7 @@
 """Why accuracy when called did not rise (issue 18): transitions primed -> GRPO on non-live AST,
 BFCL error types among the calls, and the GRPO signal per prompt kind.
 
-    python benchmarks/rl_call_diagnosis.py --work runs/rl_single_turn --out benchmarks/results
+    python -m benchmarks.history.rl_call_diagnosis --work runs/rl_single_turn --out benchmarks/results
 
 Reads the scored BFCL folders (work/bfcl/<label>/entries.csv, as the single-turn report leaves
 them) and every run's metrics.csv; writes rl_single_turn_diagnosis.{json,md}.
@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from toolrl_lib.evaluate import call_diagnosis as cd
+from benchmarks.history import call_diagnosis as cd
 from toolrl_lib.evaluate.analysis import load_entries
 
 
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     metrics = {r.name: r / "metrics.csv" for r in sorted((args.work / "runs").iterdir())
                if (r / "metrics.csv").is_file()}
     result = cd.diagnosis(entries, metrics)
-    command = "python benchmarks/rl_call_diagnosis.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m benchmarks.history.rl_call_diagnosis " + " ".join(argv if argv is not None else sys.argv[1:])
     result["command"] = command
     name = f"rl_single_turn_{args.tag}_diagnosis" if args.tag else "rl_single_turn_diagnosis"
     args.out.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ validation's decode in ``torch.profiler``, more than any layer but the linear on
 prefix and suffix parts. This script runs the library's ``generate`` at the smoke GRPO and
 validation settings with both, alternating, same seed, and checks the completions are the same.
 
-    python benchmarks/decode_attention.py --out benchmarks/results
+    python -m benchmarks.history.decode_attention --out benchmarks/results
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu_floor import cpu_model, generate_settings  # noqa: E402
+from benchmarks.cpu_floor import cpu_model, generate_settings
 
 
 def run(config_path: str, rounds: int, val_prompts: int | None) -> list[dict[str, Any]]:
@@ -74,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import torch
 
-    result = {"command": "python benchmarks/decode_attention.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+    result = {"command": "python -m benchmarks.history.decode_attention " + " ".join(argv if argv is not None else sys.argv[1:]),
               "cpus": os.cpu_count(), "threads": torch.get_num_threads(), "torch": torch.__version__,
               "cpu_model": cpu_model(), "rounds": args.rounds,
               "settings": run(args.config, args.rounds, args.val_prompts)}

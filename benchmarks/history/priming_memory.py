@@ -9,7 +9,7 @@ first rows once per variant, each in a fresh process (alternating), and records 
 peak RSS, seconds per row and the losses (which must be identical). A block mapped afresh is
 faulted in anew, so the lower the threshold the slower the row: the smoke profile takes 2 MiB.
 
-    python benchmarks/priming_memory.py --out benchmarks/results
+    python -m benchmarks.history.priming_memory --out benchmarks/results
 """
 
 from __future__ import annotations
@@ -78,16 +78,15 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             print(json.dumps(child(args.child, args.config, args.steps, tmp)))
         return 0
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from cpu_floor import cpu_model
+    from benchmarks.cpu_floor import cpu_model
 
     runs = []
     for round_ in range(args.rounds):
         for variant in args.variants.split(","):
-            done = subprocess.run([sys.executable, __file__, "--child", variant, "--config", args.config,
+            done = subprocess.run([sys.executable, "-m", "benchmarks.history.priming_memory", "--child", variant, "--config", args.config,
                                    "--steps", str(args.steps)], capture_output=True, text=True, check=True)
             runs.append({**json.loads(done.stdout.strip().splitlines()[-1]), "round": round_ + 1})
-    result = {"command": "python benchmarks/priming_memory.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+    result = {"command": "python -m benchmarks.history.priming_memory " + " ".join(argv if argv is not None else sys.argv[1:]),
               "cpus": os.cpu_count(), "cpu_model": cpu_model(), "runs": runs}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

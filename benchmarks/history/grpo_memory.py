@@ -6,7 +6,7 @@ for RSS (``workbook_profile.RssSampler``); the variants alternate within each ro
 that changes speed during the run touches them all. Records the process's peak RSS, wall
 seconds, the steps' seconds (``metrics.csv``) and their losses (the setting must not change them).
 
-    python benchmarks/grpo_memory.py --model runs/<workbook>/grpo/primed_model   # ~8 min on 2 cores
+    python -m benchmarks.history.grpo_memory --model runs/<workbook>/grpo/primed_model   # ~8 min on 2 cores
 
 Writes benchmarks/results/grpo_memory.{json,md}.
 """
@@ -24,10 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+from benchmarks.workbook_profile import GIB, RssSampler, machine
 
-from workbook_profile import GIB, RssSampler, machine  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 THRESHOLDS = {"default": 0, "1 MiB": 2**20, "256 KiB": 2**18}
 
@@ -72,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(name, runs[name][-1], flush=True)
                 shutil.rmtree(out, ignore_errors=True)
     result = {"model": args.model, "steps": args.steps, "machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M"),
-              "command": "python benchmarks/grpo_memory.py " + " ".join(sys.argv[1:] if argv is None else argv),
+              "command": "python -m benchmarks.history.grpo_memory " + " ".join(sys.argv[1:] if argv is None else argv),
               "variants": {name: {"threshold_bytes": THRESHOLDS[name], "runs": r} for name, r in runs.items()}}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,15 +1,24 @@
 """Run the workbook headless: every ``notebooks/NN_*.ipynb`` in order, with papermill.
 
+    python -m tools.workbook run [--profile smoke|full|colab] [--only NN] [--workdir DIR]
+    python -m tools.workbook list [--profile NAME]
+
 Each notebook gets ``profile``, ``workdir`` (one fresh ``runs/<timestamp>/`` shared by the
 whole run, so notebook 04 finds what 03 trained) and the parameters in
-``configs/workbook/<profile>/<NN>.yaml``. Executed copies are written into the workdir; on
-failure the partial executed notebook is kept and the error names notebook and cell.
+``configs/workbook/<profile>/<NN>.yaml``. The ``workdir`` is injected relative to the project
+root (papermill writes injected parameters into the executed copy, and the site publishes it:
+no absolute path of this machine should show there); the notebooks resolve it against the
+project root whatever their working directory. Executed copies are written into the workdir;
+on failure the partial executed notebook is kept and the error names notebook and cell.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import re
+import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -17,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from toolrl_lib.config import ConfigError, load_yaml
-from toolrl_lib.paths import project_root
+from toolrl_lib.paths import display_path, project_root
 from toolrl_lib.profiling import stage
 
 PROFILES = ("smoke", "full", "colab")
@@ -92,6 +101,22 @@ def new_workdir(root: Path | None = None) -> Path:
     return workdir
 
 
+def _record_relative_paths(executed: Path) -> None:
+    """Papermill records the absolute input and output paths in the executed copy's metadata;
+    rewrite them relative to the project root (a partial copy of a failed run included)."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(executed, as_version=4)
+    except (OSError, ValueError):  # none written, or cut short: the run's own error says why
+        return
+    recorded = nb.metadata.get("papermill", {})
+    for key in ("input_path", "output_path"):
+        if recorded.get(key):
+            recorded[key] = display_path(recorded[key])
+    nbformat.write(nb, executed)
+
+
 def run_workbook(
     profile: str = "smoke",
     only: list[str] | None = None,
@@ -107,7 +132,7 @@ def run_workbook(
     notebooks = select_notebooks(list_notebooks(notebooks_dir), only)
     if not notebooks:
         raise FileNotFoundError(f"no NN_*.ipynb notebooks in {notebooks_dir or root / 'notebooks'}")
-    workdir = Path(workdir) if workdir else new_workdir(root)
+    workdir = Path(workdir).absolute() if workdir else new_workdir(root)
     workdir.mkdir(parents=True, exist_ok=True)
     env_backup = dict(os.environ)
     os.environ.setdefault("TOOLRL_ROOT", str(root))
@@ -120,11 +145,11 @@ def run_workbook(
     try:
         for index, notebook in enumerate(notebooks, start=1):
             number = notebook.name[:2]
-            parameters = {"profile": profile, "workdir": str(workdir)}
+            parameters = {"profile": profile, "workdir": display_path(workdir)}
             parameters.update(profile_parameters(profile, number))
             parameters.update(extra_parameters or {})
             executed = workdir / notebook.name
-            log(f"[{index}/{len(notebooks)}] {notebook.name} (profile={profile}) -> {executed}")
+            log(f"[{index}/{len(notebooks)}] {notebook.name} (profile={profile}) -> {display_path(executed)}")
             start = time.perf_counter()
             try:
                 with stage(f"notebook {number}"):
@@ -143,6 +168,8 @@ def run_workbook(
                 ) from error
             except Exception as error:  # kernel died, bad notebook JSON, ...
                 raise NotebookFailed(notebook, executed, None, f"{type(error).__name__}: {error}") from error
+            finally:
+                _record_relative_paths(executed)
             seconds = time.perf_counter() - start
             log(f"      done in {seconds:.1f} s")
             results.append(NotebookResult(notebook.name, str(executed), seconds, parameters))
@@ -150,3 +177,54 @@ def run_workbook(
         os.environ.clear()
         os.environ.update(env_backup)
     return results
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        results = run_workbook(profile=args.profile, only=args.only, workdir=args.workdir)
+    except NotebookFailed as error:
+        print(f"workbook: FAILED: {error}", file=sys.stderr)
+        return 1
+    total = sum(r.seconds for r in results)
+    print(f"workbook OK: {len(results)} notebook(s) in {total:.0f} s; executed copies in "
+          f"{display_path(Path(results[0].executed).parent)}")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    for notebook in list_notebooks():
+        params = profile_parameters(args.profile, notebook.name[:2])
+        print(f"{notebook.name}: {json.dumps(params)}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m tools.workbook",
+                                     description="run the notebooks headless (papermill)")
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    run = sub.add_parser("run", help="execute notebooks/NN_*.ipynb in order")
+    run.add_argument("--profile", default="smoke", choices=list(PROFILES))
+    run.add_argument(
+        "--only", action="append", metavar="NN", help="run only these notebooks (repeat or 01,03)"
+    )
+    run.add_argument(
+        "--workdir", type=Path, help="reuse this run folder (default: a new runs/<timestamp>/)"
+    )
+    run.set_defaults(handler=_run)
+    listing = sub.add_parser("list", help="list the notebooks and their profile parameters")
+    listing.add_argument("--profile", default="smoke", choices=list(PROFILES))
+    listing.set_defaults(handler=_list)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except (FileNotFoundError, ValueError) as error:  # one line, as ``toolrl`` reports them
+        print(f"workbook: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,7 +1,7 @@
 """Time BFCL v4 evaluation: generation per category + the official scorer.
 
-    python benchmarks/bfcl_eval.py                      # CPU subset: 3 entries x 13 categories
-    python benchmarks/bfcl_eval.py --limit 0 --batch-size 64   # GPU: every single-turn entry
+    python -m benchmarks.bfcl_single_turn                      # CPU subset: 3 entries x 13 categories
+    python -m benchmarks.bfcl_single_turn --limit 0 --batch-size 64   # GPU: every single-turn entry
 
 Writes benchmarks/results/bfcl_eval.{csv,json,md}: per category the entries generated, the
 seconds spent and entries/s, plus scorer time for our results and for BFCL's full ground

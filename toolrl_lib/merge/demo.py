@@ -1,4 +1,7 @@
-"""A run directory with a random LoRA adapter, in the layout ``toolrl_lib.run_dir`` describes."""
+"""A demo run: a run directory with a random LoRA adapter on a base model, in the layout
+``toolrl_lib.run_dir`` describes. The merge chapter (notebook 04) builds one when notebook 03 has
+not trained a run (``demo_if_missing``), so that merge, checks and export can be tried at once;
+the merge tests build theirs the same way."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from pathlib import Path
 from toolrl_lib.run_dir import RunDir, RunInfo, write_run_info
 
 
-def make_lora_run(
+def make_demo_run(
     base_dir: str | Path,
     run_dir: str | Path,
     *,
@@ -18,9 +21,10 @@ def make_lora_run(
     checkpoints: tuple[str, ...] = ("best", "last"),
     family: str = "hermes",
 ) -> Path:
-    """A run directory (contract layout) whose adapters have random ``lora_B`` of std
-    ``init_std`` (0 = an untrained, no-op adapter). For tests and for trying notebook 04
-    before a real training run exists."""
+    """A run with a random LoRA adapter on the model at ``base_dir`` (the embedded model in
+    notebook 04), for the merge chapter when notebook 03 has not run. Its adapters have random
+    ``lora_B`` of std ``init_std`` (0 = an untrained, no-op adapter); every checkpoint in
+    ``checkpoints`` gets the same adapter. Returns ``run_dir``."""
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer

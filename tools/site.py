@@ -56,6 +56,16 @@ def _landing_page(readme: str) -> str:
     return re.sub(r"\(notebooks/(\d\d_[^)]*?)\.ipynb\)", r"(\1/)", readme)
 
 
+def publishable(text: str, root: Path) -> str:
+    """An executed notebook's text without the project root's absolute path: outputs, tracebacks
+    and metadata that name a file in the checkout show it relative to the project root, so that
+    the site shows no absolute path of the machine that ran the workbook."""
+    for prefix in sorted({str(root), str(root.resolve())}, key=len, reverse=True):
+        text = text.replace(prefix + "/", "")
+        text = re.sub(re.escape(prefix) + r"(?![\w.-])", ".", text)  # the root itself, not /root2
+    return text
+
+
 def mkdocs_config(names: list[str]) -> dict:
     titles = {n: n[:-6].replace("_", " ", 1).replace("_", " ") for n in names}
     return {
@@ -88,7 +98,8 @@ def build_site(run_dir: Path | None = None, out_dir: Path | None = None, root: P
         (docs / "index.md").write_text(_landing_page((root / "README.md").read_text(encoding="utf-8")),
                                        encoding="utf-8")
         for name in names:
-            shutil.copy(run_dir / name, docs / name)
+            text = (run_dir / name).read_text(encoding="utf-8")
+            (docs / name).write_text(publishable(text, root), encoding="utf-8")
         if (root / "figures").is_dir():
             shutil.copytree(root / "figures", docs / "figures")
         (work / "mkdocs.yml").write_text(yaml.safe_dump(mkdocs_config(names), sort_keys=False))
@@ -105,7 +116,7 @@ def build_site(run_dir: Path | None = None, out_dir: Path | None = None, root: P
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m toolrl_lib.site [--run DIR] [--out DIR]`` (``make site``)."""
+    """``python -m tools.site [--run DIR] [--out DIR]`` (``make site``)."""
     import argparse
 
     parser = argparse.ArgumentParser(description="build the course website from executed notebooks")
