@@ -9,8 +9,9 @@ import nbformat
 import pytest
 
 from toolrl_lib import workbook
+from toolrl_lib.notebook import SETUP_CELL
 from toolrl_lib.paths import project_root
-from toolrl_lib.testing.nbbuild import SETUP_CELL, build_notebook
+from toolrl_lib.testing.nbbuild import build_notebook
 
 
 def _make(folder, name, body):

@@ -1,46 +1,15 @@
 """Build workbook notebooks from cell sources (used when authoring notebooks, and in tests).
 
-Every notebook starts with the same set-up cell (installs this package from the checkout, or
-from the address in ``TOOLRL_SOURCE``, when it is not importable; a no-op where it is installed),
-then a cell tagged ``parameters`` for papermill.
+Every notebook starts with the same set-up cell (``toolrl_lib.notebook.SETUP_CELL``: installs
+this package from the checkout, or from the address in ``TOOLRL_SOURCE``, when it is not
+importable; a no-op where it is installed), then a cell tagged ``parameters`` for papermill.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-SETUP_CELL = '''\
-# Set-up. Where toolrl_lib is importable (README commands, CI) this cell installs nothing.
-# Otherwise it pip-installs this workbook from the checkout the notebook sits in (../pyproject.toml)
-# or, with only the notebook at hand (e.g. Colab), from the pip address YOU set in the environment
-# variable TOOLRL_SOURCE (a git URL such as "git+https://github.com/<owner>/<repo>", or a path).
-# An installed torch (Colab's CUDA build) is pinned to its version, so it is never replaced.
-import importlib.metadata
-import importlib.util
-import os
-import subprocess
-import sys
-import tempfile
-
-if importlib.util.find_spec("toolrl_lib") is None:
-    checkout = os.path.abspath("..")
-    in_checkout = os.path.isfile(os.path.join(checkout, "pyproject.toml"))
-    source = checkout if in_checkout else os.environ.get("TOOLRL_SOURCE", "")
-    if not source:
-        raise RuntimeError("toolrl_lib is not installed and this notebook is not in a checkout: set "
-                           "TOOLRL_SOURCE to this repository's pip address (git+https://... or a path)")
-    local = os.path.isdir(source)
-    target = f"{source}[notebooks]" if local else f"toolrl-workbook[notebooks] @ {source}"
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as pins:
-        if importlib.util.find_spec("torch") is not None:
-            pins.write(f"torch=={importlib.metadata.version('torch')}\\n")
-    print("installing", target)
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-c", pins.name, target])
-
-from toolrl_lib.quiet import quiet_known_warnings
-
-quiet_known_warnings()  # hides only the known-benign library notices listed in toolrl_lib/quiet.py
-'''
+from toolrl_lib.notebook import SETUP_CELL
 
 
 def build_notebook(path: str | Path, cells: list[tuple[str, str]]) -> Path:
