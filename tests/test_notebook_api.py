@@ -108,12 +108,21 @@ def test_every_library_name_a_notebook_imports_or_cites_exists(path: Path) -> No
     """Moves inside the library must carry the notebooks along: imports and the names their
     text cites (`toolrl_lib.x.y`, `toolrl_lib/x/y.py`) resolve, without running a cell."""
     wanted: set[str] = set()
+    imported: dict[str, str] = {}  # local name -> dotted library name, for `merge.merge_run` uses
     for kind, source in _cells(path):
         for cited in CITED.findall(source):
             wanted.add(cited.removesuffix(".py").replace("/", ".") if "/" in cited else cited)
-        if kind == "code":
-            for node in ast.walk(ast.parse(source)):
-                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("toolrl_lib"):
-                    wanted.update(f"{node.module}.{a.name}" for a in node.names)
+        if kind != "code":
+            continue
+        tree = ast.parse(source)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("toolrl_lib"):
+                for alias in node.names:
+                    imported[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                    and node.value.id in imported:
+                wanted.add(f"{imported[node.value.id]}.{node.attr}")
+    wanted.update(imported.values())
     missing = sorted(name for name in wanted if not _resolves(name))
     assert not missing, f"{path.name} names what the library lacks: {missing}"
