@@ -8,7 +8,8 @@ import sys
 import nbformat
 import pytest
 
-from tests.fixtures.nbbuild import SETUP_CELL, build_notebook
+from tests.fixtures.nbbuild import build_notebook
+from toolrl_lib.notebook import SETUP_CELL
 from toolrl_lib.paths import project_root
 from tools import workbook
 
