@@ -4,7 +4,7 @@ For the same completions of BFCL single-turn entries, compare three verdicts:
 
 * ``bfcl``: BFCL's own checker (the ``correct`` column of a scored evaluation);
 * ``binary``: our training reward (``rewards.score(..., scheme="binary")``) against the
-  ground truth with BFCL's accepted-value lists attached (``rewards.accepted``: any accepted
+  ground truth with BFCL's accepted-value lists attached (``rewards.matching``: any accepted
   value per argument, ``""`` = may be omitted), i.e. the reward given the data BFCL has;
 * ``binary_first``: the same reward against one accepted value per argument (the ground
   truth our loader derives, as training data has one answer): the check before the fix.

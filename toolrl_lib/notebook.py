@@ -50,7 +50,7 @@ def setup() -> None:
 
 def check(what: str, passed: bool, detail: str = "") -> None:
     """Print one verdict line, ``PASS  what  (detail)``, and raise ``CheckFailed`` when the
-    check did not pass, so a headless run (papermill, ``toolrl workbook run``) stops there
+    check did not pass, so a headless run (papermill, ``python -m tools.workbook run``) stops there
     with the same line as its message instead of going on with a broken result.
 
     ``detail`` says what was expected and what was found, e.g. ``"train 812, val 91 (both > 0)"``.
