@@ -1,8 +1,9 @@
 """A single-turn GRPO run, end to end: config -> (priming) -> (filtering) -> GRPO -> best/ + last/.
 
 The trainer itself is assembled by ``trainer`` (shared with the multi-turn run, ``multi_turn``);
-``toolrl_lib.train.train`` picks between the two. The run directory (its layout and ``run_info.json``) is owned by ``toolrl_lib.run_dir``;
-merge, evaluation and the report read it through that module.
+``toolrl_lib.train.train`` picks between the two. The run directory (its layout and
+``run_info.json``) is owned by ``toolrl_lib.run_dir``; merge, evaluation and the report read
+it through that module.
 
 Under several processes (``toolrl train --num-gpus N``, see ``distributed``) every rank
 trains; rank 0 alone primes (in a subprocess), validates, evaluates and writes the files
