@@ -434,7 +434,7 @@ def run_worker(a: argparse.Namespace) -> dict[str, Any]:
 
     from trl import GRPOConfig, GRPOTrainer
 
-    from toolrl_lib.train.priming import ensure_logprob_kernel
+    from toolrl_lib.train.backend import ensure_logprob_kernel
 
     ensure_logprob_kernel()  # TRL's log-prob kernel is Triton; a torch stand-in on CPU only
     model, tokenizer, lora = load_policy(variant, a, w, cuda)

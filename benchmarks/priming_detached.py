@@ -56,8 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     from toolrl_lib.train.dataset import load_examples
     from toolrl_lib.train.mix import validation_set
     from toolrl_lib.train.priming import prime
-    from toolrl_lib.train.run import resolve_family
     from toolrl_lib.train.run_validation import validation_result
+    from toolrl_lib.train.trainer import resolve_family
 
     overrides = [f"validation.k={args.k}"]
     if args.rows:

@@ -167,9 +167,9 @@ def test_multi_turn_grpo_through_rollout_func_trains_and_resumes(tiny, tmp_path,
     import pandas as pd
     from safetensors.torch import load_file
 
-    import toolrl_lib.envs.rollout as rollout
+    import toolrl_lib.train.multi_turn_rollout as rollout
+    from toolrl_lib.train import train
     from toolrl_lib.train.config import load_run_config
-    from toolrl_lib.train.run import train
 
     root, _, _ = tiny
     seen = []

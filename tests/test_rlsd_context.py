@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolrl_lib.models import make_tiny_tokenizer
-from toolrl_lib.train.rlsd_context import (
+from toolrl_lib.train.rlsd.context import (
     PrivilegedPrompter,
     insert_privileged,
     insert_privileged_messages,

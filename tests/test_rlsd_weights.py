@@ -9,7 +9,7 @@ import torch
 
 from toolrl_lib.config import ConfigError, from_dict
 from toolrl_lib.train.rlsd import RLSDConfig, effective_lambda
-from toolrl_lib.train.rlsd_weights import (
+from toolrl_lib.train.rlsd.weights import (
     finish_stats,
     reweight_advantages,
     token_deltas,

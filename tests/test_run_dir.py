@@ -11,6 +11,8 @@ from toolrl_lib.run_dir import (
     RunDir,
     RunInfo,
     checkpoint_dir,
+    checkpoint_step,
+    prepare_run_dir,
     read_run_info,
     resolve_base,
     run_base,
@@ -90,3 +92,33 @@ def test_staged_dir_replaces_only_on_success(tmp_path):
         (staging / "b").write_text("3")
     assert sorted(p.name for p in out.iterdir()) == ["b"]
     assert Path(atomic.write_text(tmp_path / "f.json", "{}")).read_text() == "{}"
+
+
+def test_prepare_run_dir_starts_resumes_and_refuses_to_overwrite(tmp_path):
+    paths = RunDir(tmp_path / "run")
+    checks = []
+    assert prepare_run_dir(paths, resume=False, barrier=lambda: checks.append(paths.root.exists())) is None
+    assert paths.root.is_dir() and checks == [False]  # every rank checked before the folder appeared
+    with pytest.raises(FileNotFoundError, match="no complete checkpoint"):
+        prepare_run_dir(paths, resume=True)
+    (paths.checkpoints / "checkpoint-3").mkdir(parents=True)
+    (paths.checkpoints / "checkpoint-3" / "trainer_state.json").write_text("{}")
+    resumed = prepare_run_dir(paths, resume=True)
+    assert resumed == paths.checkpoints / "checkpoint-3" and checkpoint_step(resumed) == 3
+    with pytest.raises(ValueError, match="--resume"):
+        prepare_run_dir(paths, resume=False)  # a run is there: never started over by mistake
+    other = RunDir(tmp_path / "finished")
+    other.last.mkdir(parents=True)
+    with pytest.raises(ValueError, match="already holds a run"):
+        prepare_run_dir(other, resume=False)
+
+
+def test_copy_dir_replaces_the_destination_whole(tmp_path):
+    src, dst = tmp_path / "last", tmp_path / "best"
+    src.mkdir()
+    (src / "adapter.bin").write_text("new")
+    dst.mkdir()
+    (dst / "stale.bin").write_text("old")
+    assert atomic.copy_dir(src, dst) == dst
+    assert sorted(p.name for p in dst.iterdir()) == ["adapter.bin"]
+    assert (dst / "adapter.bin").read_text() == "new" and (src / "adapter.bin").is_file()

@@ -113,7 +113,7 @@ def test_anatomy_advantages_equal_trl(tmp_path: Any, scale: str) -> None:
 
 def test_anatomy_loss_names_match_the_run_config() -> None:
     from toolrl_lib.train.config import RunConfig
-    from toolrl_lib.train.run import grpo_loss_kwargs
+    from toolrl_lib.train.trainer import grpo_loss_kwargs
 
     for loss, (trl_type, level) in anatomy.TRL_LOSS.items():
         config = RunConfig()

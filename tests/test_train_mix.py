@@ -46,7 +46,8 @@ def test_grpo_mix_adds_hard_negatives_and_orders_kinds():
 
 
 def test_balance_kinds_turns_off_trl_shuffle(tmp_path):
-    from toolrl_lib.train.run import RunDir, grpo_args
+    from toolrl_lib.run_dir import RunDir
+    from toolrl_lib.train.trainer import grpo_args
 
     for balanced in (False, True):
         config = load_run_config("configs/smoke.yaml", [f"data.balance_kinds={str(balanced).lower()}",

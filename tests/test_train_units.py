@@ -192,7 +192,7 @@ def test_validation_callback_tracks_best(tmp_path):
 
 
 def test_loss_type_mapping():
-    from toolrl_lib.train.run import grpo_loss_kwargs
+    from toolrl_lib.train.trainer import grpo_loss_kwargs
 
     def kwargs(loss):
         return grpo_loss_kwargs(load_run_config(None, [f"grpo.loss_type={loss}"]))
@@ -204,7 +204,8 @@ def test_loss_type_mapping():
 
 
 def test_grpo_args_on_cpu(tmp_path):
-    from toolrl_lib.train.run import RunDir, grpo_args
+    from toolrl_lib.run_dir import RunDir
+    from toolrl_lib.train.trainer import grpo_args
 
     config = load_run_config(None, ["grpo.beta=0.04", "grpo.loss_type=gspo", "checkpoint.save_steps=7"])
     args = grpo_args(config, RunDir(tmp_path), "cpu")
@@ -224,7 +225,7 @@ def test_backend_choice_on_cpu():
 
 
 def test_latest_checkpoint(tmp_path):
-    from toolrl_lib.train.run import latest_checkpoint
+    from toolrl_lib.run_dir import latest_checkpoint
 
     assert latest_checkpoint(tmp_path) is None
     for step in (2, 10, 12):
@@ -273,7 +274,7 @@ def test_validation_subset_round_robins_over_kinds():
 def test_one_gpu_per_process_stops_data_parallel():
     from types import SimpleNamespace
 
-    from toolrl_lib.train.priming import one_gpu_per_process
+    from toolrl_lib.train.backend import one_gpu_per_process
 
     args = SimpleNamespace(world_size=1, n_gpu=2, _n_gpu=2)
     assert one_gpu_per_process(args)._n_gpu == 1
@@ -284,7 +285,7 @@ def test_one_gpu_per_process_stops_data_parallel():
 def test_training_arguments_honour_the_single_gpu_pin():
     from transformers import TrainingArguments
 
-    from toolrl_lib.train.priming import one_gpu_per_process
+    from toolrl_lib.train.backend import one_gpu_per_process
 
     args = TrainingArguments(output_dir="/tmp/unused", use_cpu=True, report_to=[])
     _ = args.n_gpu  # devices are set up lazily; pretend two GPUs were found

@@ -49,6 +49,13 @@ def staged_dir(folder: str | Path) -> Iterator[Path]:
     replace_dir(staging, folder)
 
 
+def copy_dir(src: str | Path, dst: str | Path) -> Path:
+    """Copy the folder ``src`` to ``dst`` through a staging folder (``dst`` is replaced whole)."""
+    with staged_dir(dst) as staging:
+        shutil.copytree(src, staging)
+    return Path(dst)
+
+
 def write_text(path: str | Path, text: str) -> Path:
     """Write a text file through ``<name>.tmp`` + rename (readers never see a partial file)."""
     path = Path(path)

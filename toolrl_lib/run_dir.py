@@ -1,7 +1,7 @@
 """The training run directory: the one owner of its file names, of what ``run_info.json`` holds
 (``RunInfo``) and of how a reader finds the base model and a checkpoint in it.
 
-Training writes it; merge, evaluation, the report and the notebooks read it. A run directory
+Training writes it (``prepare_run_dir`` starts or resumes one); merge, evaluation, the report and the notebooks read it. A run directory
 may be copied to another machine: paths recorded at training time (``base_model`` is absolute)
 are then resolved against where the directory is now, so every reader finds the same base.
 
@@ -20,6 +20,7 @@ are then resolved against where the directory is now, so every reader finds the 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -120,6 +121,44 @@ def update_run_info(run_dir: str | Path, **values: Any) -> RunInfo:
             info.extra[name] = value
     write_run_info(run_dir, info)
     return info
+
+
+def latest_checkpoint(folder: str | Path) -> Path | None:
+    """The newest complete ``checkpoint-<step>`` (one with trainer_state.json), or None."""
+    folder = Path(folder)
+    done = [p for p in folder.glob("checkpoint-*") if (p / "trainer_state.json").is_file()]
+    done = [p for p in done if p.name.split("-")[-1].isdigit()]
+    return max(done, key=checkpoint_step) if done else None
+
+
+def checkpoint_step(path: Path) -> int:
+    """The optimizer step a ``checkpoint-<step>`` folder was saved at."""
+    return int(path.name.split("-")[-1])
+
+
+def prepare_run_dir(paths: RunDir, resume: bool,
+                    barrier: Callable[[], None] | None = None) -> Path | None:
+    """Start a run in ``paths.root`` or find where to resume it; return the checkpoint to resume.
+
+    ``resume=False`` refuses a folder that already holds a run (so a finished run is never
+    overwritten by mistake); ``resume=True`` needs a complete checkpoint. Under several
+    processes ``barrier`` lets every rank check before rank 0 creates anything."""
+    if resume:
+        checkpoint = latest_checkpoint(paths.checkpoints)
+        if checkpoint is None:
+            raise FileNotFoundError(
+                f"--resume: no complete checkpoint under {paths.checkpoints}; start the run without --resume"
+            )
+        return checkpoint
+    if latest_checkpoint(paths.checkpoints) is not None or paths.last.exists():
+        raise ValueError(
+            f"{paths.root} already holds a run (checkpoints or last/); pass --resume to continue it "
+            f"or choose another --out"
+        )
+    if barrier is not None:
+        barrier()
+    paths.root.mkdir(parents=True, exist_ok=True)
+    return None
 
 
 def run_of(folder: str | Path) -> Path | None:

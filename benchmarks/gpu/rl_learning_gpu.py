@@ -151,7 +151,7 @@ def worker(work: Path, name: str, train_seconds: float) -> None:
                 control.should_save = True  # a checkpoint the next command resumes from
             return control
 
-    from toolrl_lib.train.run import latest_checkpoint
+    from toolrl_lib.run_dir import latest_checkpoint
 
     run_dir = work / "runs" / name
     config = load_config(VARIANTS[name] + [

@@ -98,9 +98,9 @@ def release_gpu_memory() -> None:
 def run(args: argparse.Namespace) -> int:
     from toolrl_lib.envs import make_tasks
     from toolrl_lib.envs.evaluate import write_rows
-    from toolrl_lib.envs.train import evaluate_stage
+    from toolrl_lib.train import train
     from toolrl_lib.train.config import load_run_config
-    from toolrl_lib.train.run import train
+    from toolrl_lib.train.multi_turn import evaluate_stage
 
     t0 = time.time()
     deadline = t0 + args.budget_s

@@ -78,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(f"the {args.num_gpus}-process run failed (exit code {code}); "
                                f"its log is above, checkpoints in {out}/checkpoints")
         return 0  # rank 0 has printed the run directory
-    from toolrl_lib.train.run import TrainingStopped, train
+    from toolrl_lib.train import train
+    from toolrl_lib.train.trainer import TrainingStopped
 
     try:
         run_dir = train(config, out, resume=args.resume)

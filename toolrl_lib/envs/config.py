@@ -1,6 +1,6 @@
 """The ``multi_turn`` section of a run config: episodes in our environments instead of prompts.
 
-With ``enabled: true`` a run trains on episodes (``toolrl_lib.envs.train``): the tasks are
+With ``enabled: true`` a run trains on episodes (``toolrl_lib.train.multi_turn``): the tasks are
 generated here (no data files), priming is SFT on gold transcripts, rollouts go through
 TRL's ``rollout_func`` and the reward is the episode scheme below. The ``grpo`` section
 still sets the optimiser, group size, loss and sampling temperature.

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from toolrl_lib.plotting import save_figure
+from toolrl_lib.plotting import plot_metric_curves, save_figure
 
 CURVES = (
     ("reward components", ("reward/success", "reward/calls", "reward/turns", "reward/format", "reward")),
@@ -20,10 +20,8 @@ CURVES = (
 
 
 def plot_curves(metrics: Any, out_path: str | Path) -> Path:
-    """The multi-turn run's curves, drawn by the single-turn report's grid."""
-    from toolrl_lib.train.report import plot_training_curves
-
-    return plot_training_curves(metrics, out_path, CURVES)
+    """The multi-turn run's curves, in the same grid as the single-turn report's."""
+    return plot_metric_curves(metrics, out_path, CURVES)
 
 
 def stage_table(validation: Any) -> Any:

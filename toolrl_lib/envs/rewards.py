@@ -55,7 +55,7 @@ def make_episode_reward_funcs(scheme: EpisodeRewardScheme | None = None) -> list
     def reward_episode(prompts=None, completions=None, episode=None, log_metric=None, **kwargs):
         if episode is None:
             raise ValueError("reward_episode needs the 'episode' column: train with the multi-turn "
-                             "rollout_func (toolrl_lib.envs.rollout.make_rollout_func)")
+                             "rollout_func (toolrl_lib.train.multi_turn_rollout.make_rollout_func)")
         outcomes = list(episode)
         totals = [episode_reward(o, scheme) for o in outcomes]
         if log_metric is not None and outcomes:

@@ -1,4 +1,4 @@
-"""Rollouts of many episodes at once, and the ``rollout_func`` TRL's GRPOTrainer calls.
+"""Rollouts of many episodes at once: the sampling loop behind episode evaluation and training.
 
 Each round, every live episode needs one model step: their contexts (token ids, never
 re-rendered text) are sorted by length and decoded together in chunks with the shared
@@ -6,20 +6,15 @@ sampler of ``toolrl_lib.generation`` (``decode_group``: HF's sampling rules, sto
 eos token). A step is capped by the episode's remaining token budget, so no transcript
 outgrows ``max_episode_tokens`` (TRL does not truncate what a rollout returns).
 
-``make_rollout_func`` plugs this into TRL 1.15's public hook: ``rollout_func(prompts,
-trainer)`` gets the batch's prompts (task keys, each repeated ``num_generations`` times)
-and returns ``prompt_ids``, ``completion_ids``, ``logprobs`` (None: TRL recomputes the old
-log-probs itself), ``env_mask`` (1 = a sampled token, 0 = injected; TRL uses it as the loss
-mask) and ``episode`` (the checker's verdict per rollout, passed on to the rewards).
+Training plugs this loop into TRL's GRPOTrainer through ``toolrl_lib.train.multi_turn_rollout``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from toolrl_lib.envs import get_env, task_from_key
+from toolrl_lib.envs import get_env
 from toolrl_lib.envs.base import Task
 from toolrl_lib.envs.episode import Episode, EpisodeSettings
 
@@ -65,38 +60,3 @@ def run_episodes(model: Any, tokenizer: Any, episodes: list[Episode], sampling: 
 
 def new_episodes(tasks: list[Task], adapter: Any, tokenizer: Any, settings: EpisodeSettings) -> list[Episode]:
     return [Episode(get_env(t.env), t, adapter, tokenizer, settings) for t in tasks]
-
-
-def make_rollout_func(family: str, settings: EpisodeSettings, sampling: SamplingSettings,
-                      on_rollouts: Callable[[list[Episode]], None] | None = None,
-                      merge_lora: bool = False) -> Callable[..., dict]:
-    """TRL's ``rollout_func`` over our environments (prompts are ``task_key`` strings);
-    ``merge_lora``: sample through ``W + sBA`` (``grpo.merged_generation``)."""
-    from toolrl_lib.prompts import get_adapter
-    from toolrl_lib.train.merged_generation import merged_if
-
-    adapter = get_adapter(family)
-    cache: dict[str, Task] = {}
-
-    def rollout_func(prompts: list[str], trainer: Any) -> dict[str, list]:
-        tokenizer = trainer.processing_class
-        model = trainer.accelerator.unwrap_model(trainer.model)
-        tasks = []
-        for key in prompts:
-            if key not in cache:
-                cache[key] = task_from_key(str(key))
-            tasks.append(cache[key])
-        with merged_if(model, merge_lora) as sampler_model:
-            episodes = run_episodes(sampler_model, tokenizer, new_episodes(tasks, adapter, tokenizer, settings),
-                                    sampling)
-        if on_rollouts is not None:
-            on_rollouts(episodes)
-        return {
-            "prompt_ids": [e.prompt_ids for e in episodes],
-            "completion_ids": [e.completion_ids for e in episodes],
-            "logprobs": None,
-            "env_mask": [e.env_mask for e in episodes],
-            "episode": [e.result() for e in episodes],
-        }
-
-    return rollout_func

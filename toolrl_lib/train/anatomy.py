@@ -33,7 +33,7 @@ import torch
 LOSS_TYPES = ("grpo", "dapo", "dr_grpo", "gspo")
 SCALE_REWARDS = ("group", "batch", "none")
 STD_EPS = 1e-4  # TRL adds this to the std before dividing
-# our loss name -> (TRL loss_type, importance_sampling_level); as in run.grpo_loss_kwargs
+# our loss name -> (TRL loss_type, importance_sampling_level); as in trainer.grpo_loss_kwargs
 TRL_LOSS = {"grpo": ("grpo", "token"), "dapo": ("dapo", "token"),
             "dr_grpo": ("dr_grpo", "token"), "gspo": ("grpo", "sequence")}
 

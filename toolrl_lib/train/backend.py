@@ -3,6 +3,8 @@
 Both backends return the same thing: a PEFT-wrapped causal LM and its tokenizer, so the
 rest of the run (GRPOTrainer, callbacks, artefacts) does not care which one built it.
 Unsloth must be imported before TRL to patch it, so ``resolve_backend`` does that import.
+The device set-up every trainer of ours shares (GRPO and priming's SFT) lives here too:
+precision flags, one GPU per process, TRL's log-prob kernel on CPU.
 """
 
 from __future__ import annotations
@@ -64,6 +66,36 @@ def resolve_backend(backend: str, device: str, processes: int = 1, lora: bool = 
             "(restart the kernel) or use backend: unsloth"
         )
     return backend
+
+
+def precision_kwargs(device: str, dtype: str) -> dict[str, Any]:
+    """TrainingArguments precision flags: fp32 on CPU; bf16 autocast on capable GPUs."""
+    if device == "cpu":
+        return {"use_cpu": True, "bf16": False, "fp16": False}
+    import torch
+
+    from toolrl_lib.models import resolve_dtype
+
+    return {"bf16": resolve_dtype(dtype, device) == torch.bfloat16, "fp16": False}
+
+
+def one_gpu_per_process(args: Any) -> Any:
+    """Outside a distributed launch the HF Trainer wraps the model in ``nn.DataParallel``
+    when several GPUs are visible (TRL's SFTTrainer refuses that; GRPO would silently split
+    generation). A single process trains on one GPU; several GPUs are ``--num-gpus N``."""
+    if args.world_size == 1 and args.n_gpu > 1:
+        print(f"{args.n_gpu} GPUs visible to one process: training on cuda:0 only "
+              "(use `toolrl train --num-gpus N` to train on several)")
+        args._n_gpu = 1  # read by Trainer (DataParallel wrap) and by the batch-size arithmetic
+    return args
+
+
+def ensure_logprob_kernel() -> None:
+    """TRL 1.15 computes SFT/GRPO log-probs with a Triton kernel; CPU wheels lack Triton, so
+    install the pure-PyTorch stand-in there (a no-op where the kernel exists)."""
+    from toolrl_lib.train.cpu_logprob import install_cpu_logprob_fallback
+
+    install_cpu_logprob_fallback()
 
 
 def peft_lora_config(lora: LoraSection, r: int | None = None, alpha: int | None = None,

@@ -28,36 +28,6 @@ def is_primed(folder: str | Path) -> bool:
     return (Path(folder) / PRIMING_MARKER).is_file()
 
 
-def precision_kwargs(device: str, dtype: str) -> dict[str, Any]:
-    """TrainingArguments precision flags: fp32 on CPU; bf16 autocast on capable GPUs."""
-    if device == "cpu":
-        return {"use_cpu": True, "bf16": False, "fp16": False}
-    import torch
-
-    from toolrl_lib.models import resolve_dtype
-
-    return {"bf16": resolve_dtype(dtype, device) == torch.bfloat16, "fp16": False}
-
-
-def one_gpu_per_process(args: Any) -> Any:
-    """Outside a distributed launch the HF Trainer wraps the model in ``nn.DataParallel``
-    when several GPUs are visible (TRL's SFTTrainer refuses that; GRPO would silently split
-    generation). A single process trains on one GPU; several GPUs are ``--num-gpus N``."""
-    if args.world_size == 1 and args.n_gpu > 1:
-        print(f"{args.n_gpu} GPUs visible to one process: training on cuda:0 only "
-              "(use `toolrl train --num-gpus N` to train on several)")
-        args._n_gpu = 1  # read by Trainer (DataParallel wrap) and by the batch-size arithmetic
-    return args
-
-
-def ensure_logprob_kernel() -> None:
-    """TRL 1.15 computes SFT/GRPO log-probs with a Triton kernel; CPU wheels lack Triton, so
-    install the pure-PyTorch stand-in there (a no-op where the kernel exists)."""
-    from toolrl_lib.train.cpu_logprob import install_cpu_logprob_fallback
-
-    install_cpu_logprob_fallback()
-
-
 def prime(
     config: RunConfig, base_path: str, examples: list[Example], family: str, out_dir: str | Path,
     device: str, rows: list[dict[str, Any]] | None = None,
@@ -71,7 +41,13 @@ def prime(
 
     from toolrl_lib.models import load_model, load_tokenizer
     from toolrl_lib.prompts import get_adapter
-    from toolrl_lib.train.backend import peft_lora_config, top_layers
+    from toolrl_lib.train.backend import (
+        ensure_logprob_kernel,
+        one_gpu_per_process,
+        peft_lora_config,
+        precision_kwargs,
+        top_layers,
+    )
     from toolrl_lib.train.dataset import BuildReport, priming_rows, shortest_examples, to_dataset
     from toolrl_lib.train.prompt_detached import detached_prompt_trainer_class
 

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from toolrl_lib.plotting import save_figure
+from toolrl_lib.plotting import plot_metric_curves, save_figure
 from toolrl_lib.run_dir import RunDir, read_run_info, run_base
 
 CURVES = (
@@ -45,21 +45,7 @@ def before_after(validation: Any, key: str) -> tuple[float, float]:
 
 def plot_training_curves(metrics: Any, out_path: str | Path, curves: Any = None) -> Path:
     """A 2x2 grid of metric curves by step; ``curves`` = four (title, columns) (default CURVES)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
-    for ax, (title, columns) in zip(axes.flat, curves or CURVES, strict=True):
-        for column in columns:
-            if column in metrics.columns and metrics[column].notna().any():
-                ax.plot(metrics["step"], metrics[column], marker="o", ms=3, label=column)
-        ax.set_title(title)
-        ax.set_xlabel("optimizer step")
-        if ax.lines:
-            ax.legend(fontsize=7)
-    return save_figure(fig, out_path)
+    return plot_metric_curves(metrics, out_path, curves or CURVES)
 
 
 def plot_validation(validation: Any, out_path: str | Path) -> Path:

@@ -1,7 +1,9 @@
-"""One GRPO run, end to end: config -> (priming) -> (filtering) -> GRPO -> best/ + last/.
+"""A single-turn GRPO run, end to end: config -> (priming) -> (filtering) -> GRPO -> best/ + last/.
 
-The run directory (its layout and ``run_info.json``) is owned by ``toolrl_lib.run_dir``;
-merge, evaluation and the report read it through that module.
+The trainer itself is assembled by ``trainer`` (shared with the multi-turn run, ``multi_turn``);
+``toolrl_lib.train.train`` picks between the two. The run directory (its layout and
+``run_info.json``) is owned by ``toolrl_lib.run_dir``; merge, evaluation and the report read
+it through that module.
 
 Under several processes (``toolrl train --num-gpus N``, see ``distributed``) every rank
 trains; rank 0 alone primes (in a subprocess), validates, evaluates and writes the files
@@ -12,8 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -21,112 +21,29 @@ from typing import Any
 from toolrl_lib import atomic
 from toolrl_lib.memory import release_memory
 from toolrl_lib.profiling import stage
-from toolrl_lib.run_dir import RunDir, RunInfo, update_run_info, write_run_info
+from toolrl_lib.run_dir import (
+    RunDir,
+    RunInfo,
+    checkpoint_step,
+    prepare_run_dir,
+    update_run_info,
+    write_run_info,
+)
 from toolrl_lib.train.config import RunConfig, best_validation_key, save_run_config, validate
 from toolrl_lib.train.distributed import Dist
 from toolrl_lib.train.run_validation import evaluate_saved, validation_scores
-
-
-class TrainingStopped(RuntimeError):
-    """The run stopped early (OOM, NaN loss); the message says why and how to go on."""
-
-
-def latest_checkpoint(folder: str | Path) -> Path | None:
-    """The newest complete ``checkpoint-<step>`` (one with trainer_state.json), or None."""
-    folder = Path(folder)
-    done = [p for p in folder.glob("checkpoint-*") if (p / "trainer_state.json").is_file()]
-    done = [p for p in done if p.name.split("-")[-1].isdigit()]
-    return max(done, key=lambda p: int(p.name.split("-")[-1])) if done else None
-
-
-def checkpoint_step(path: Path) -> int:
-    return int(path.name.split("-")[-1])
-
-
-def resolve_family(config: RunConfig, tokenizer: Any) -> str:
-    if config.model.family != "auto":
-        return config.model.family
-    from toolrl_lib.prompts import detect_family
-
-    return detect_family(tokenizer)
-
-
-def grpo_loss_kwargs(config: RunConfig) -> dict[str, Any]:
-    """Map our loss names to GRPOConfig fields (GSPO = sequence-level importance sampling)."""
-    g = config.grpo
-    if g.loss_type == "gspo":
-        return {"loss_type": "grpo", "importance_sampling_level": "sequence"}
-    if g.loss_type == "rlsd":
-        return {"loss_type": config.rlsd.base_loss_type, "importance_sampling_level": "token"}
-    return {"loss_type": g.loss_type, "importance_sampling_level": "token"}
-
-
-def grpo_args(config: RunConfig, paths: RunDir, device: str, processes: int = 1) -> Any:
-    from trl import GRPOConfig
-
-    from toolrl_lib.train.priming import precision_kwargs
-
-    g, log = config.grpo, config.logging
-    report_to = []
-    if log.wandb == "auto" and os.environ.get("WANDB_API_KEY"):
-        import importlib.util
-
-        if importlib.util.find_spec("wandb") is not None:
-            report_to.append("wandb")
-            os.environ.setdefault("WANDB_PROJECT", log.wandb_project)
-        else:
-            print("WANDB_API_KEY is set but wandb is not installed: W&B logging skipped")
-    extra = {} if g.generation_batch_size is None else {"generation_batch_size": g.generation_batch_size}
-    extra["shuffle_dataset"] = not config.data.balance_kinds  # balanced: our kind order, kept
-    if processes > 1:
-        # Every LoRA/full-model parameter takes part in each forward: skip DDP's unused-parameter
-        # search (it also breaks with gradient checkpointing).
-        extra["ddp_find_unused_parameters"] = False
-    return GRPOConfig(
-        output_dir=str(paths.checkpoints), run_name=config.name, seed=config.seed,
-        per_device_train_batch_size=g.per_device_train_batch_size,
-        gradient_accumulation_steps=g.gradient_accumulation_steps,
-        num_generations=g.num_generations, max_completion_length=g.max_completion_length,
-        temperature=g.temperature, top_p=g.top_p, beta=g.beta, epsilon=g.epsilon,
-        epsilon_high=g.epsilon_high, scale_rewards=g.scale_rewards,
-        num_iterations=g.num_iterations, mask_truncated_completions=g.mask_truncated_completions,
-        learning_rate=g.learning_rate, lr_scheduler_type=g.lr_scheduler_type,
-        warmup_steps=g.warmup_steps, weight_decay=g.weight_decay, max_grad_norm=g.max_grad_norm,
-        max_steps=g.max_steps, num_train_epochs=g.num_train_epochs,
-        gradient_checkpointing=g.gradient_checkpointing,
-        logging_steps=log.logging_steps, save_strategy="steps",
-        save_steps=config.checkpoint.save_steps, save_total_limit=config.checkpoint.save_total_limit,
-        report_to=report_to, disable_tqdm=not log.progress_bar, log_completions=log.log_completions,
-        **grpo_loss_kwargs(config), **extra, **precision_kwargs(device, config.model.dtype),
-    )
+from toolrl_lib.train.trainer import (
+    build_trainer,
+    resolve_family,
+    run_trainer,
+    save_adapter,
+    save_last,
+    trainer_callbacks,
+)
 
 
 def write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
-
-
-def save_adapter(model: Any, tokenizer: Any, folder: Path) -> Path:
-    """Save the policy (PEFT adapter, or full model) + tokenizer atomically."""
-    from toolrl_lib.train.backend import save_policy
-
-    return save_policy(model, tokenizer, folder)
-
-
-def save_last(trainer: Any, tokenizer: Any, folder: Path, dist: Dist) -> None:
-    """Save the trained policy to ``folder`` (all ranks call this).
-
-    Sharded weights (ZeRO-3, FSDP) are gathered by ``trainer.save_model``, a collective;
-    otherwise rank 0 holds everything and saves alone."""
-    if dist.sharded:
-        staging = atomic.staging_path(folder) if dist.main else folder.parent / (folder.name + ".tmp")
-        dist.barrier()
-        trainer.save_model(str(staging))
-        if dist.main:
-            tokenizer.save_pretrained(str(staging))
-            atomic.replace_dir(staging, folder)
-    elif dist.main:
-        save_adapter(trainer.accelerator.unwrap_model(trainer.model), tokenizer, folder)
-    dist.barrier()
 
 
 def leave_zero3_loading() -> None:
@@ -147,7 +64,7 @@ def train(
     config: RunConfig, out_dir: str | Path, resume: bool = False, callbacks: list[Any] | None = None,
     reward_funcs: list[Any] | None = None,
 ) -> Path:
-    """Run priming (optional), filtering (optional) and GRPO; return the run directory.
+    """Run priming (optional), filtering (optional) and single-turn GRPO; return the run directory.
 
     ``resume=True`` continues from the newest checkpoint in ``<out_dir>/checkpoints``
     (optimizer, scheduler, RNG and data position restored by the HF Trainer).
@@ -159,10 +76,9 @@ def train(
     from toolrl_lib.train.backend import resolve_backend, resolve_device
 
     validate(config)
-    if config.multi_turn.enabled:  # episodes in our environments (toolrl_lib.envs)
-        from toolrl_lib.envs.train import train_multi_turn
-
-        return train_multi_turn(config, out_dir, resume, callbacks, reward_funcs)
+    if config.multi_turn.enabled:
+        raise ValueError("multi_turn.enabled: a multi-turn run; train it with toolrl_lib.train.train "
+                         "(toolrl_lib.train.multi_turn)")
     paths = RunDir(resolve(out_dir))
     device = resolve_device(config.device)
     dist = distributed.init(device)
@@ -172,30 +88,12 @@ def train(
     if backend == "unsloth" and config.grpo.rollouts == "library":
         raise ValueError("grpo.rollouts: library needs the peft backend (backend 'auto' chose "
                          "unsloth here); set backend: peft or grpo.rollouts: trl")
-    checkpoint = _prepare_run_dir(paths, resume, dist)
+    checkpoint = prepare_run_dir(paths, resume, dist.barrier)
     if dist.main:
         save_run_config(config, paths.config)
     dist.barrier()
     return _train(config, paths, device, backend, checkpoint, list(callbacks or []), reward_funcs,
                   dist)
-
-
-def _prepare_run_dir(paths: RunDir, resume: bool, dist: Dist | None = None) -> Path | None:
-    if resume:
-        checkpoint = latest_checkpoint(paths.checkpoints)
-        if checkpoint is None:
-            raise FileNotFoundError(
-                f"--resume: no complete checkpoint under {paths.checkpoints}; start the run without --resume"
-            )
-        return checkpoint
-    if latest_checkpoint(paths.checkpoints) is not None or paths.last.exists():
-        raise ValueError(
-            f"{paths.root} already holds a run (checkpoints or last/); pass --resume to continue it "
-            f"or choose another --out"
-        )
-    (dist or Dist()).barrier()  # every rank has checked before rank 0 writes anything
-    paths.root.mkdir(parents=True, exist_ok=True)
-    return None
 
 
 def _train(
@@ -222,7 +120,6 @@ def _train(
     if v.enabled and not val_examples:
         raise ValueError(f"validation is enabled but {config.data.val_files} hold no examples")
     resumed_step = checkpoint_step(checkpoint) if checkpoint else 0
-    metric_rows = cb.trim_rows(paths.metrics, resumed_step) if checkpoint and dist.main else []
     val_rows = cb.trim_rows(paths.validation, resumed_step) if checkpoint and dist.main else []
     val_log = cb.ValidationCallback(lambda m: {}, paths.validation, 0, "", lambda *a: None, val_rows)
     before = v.enabled and v.before_training and checkpoint is None
@@ -252,12 +149,7 @@ def _train(
         say(f"GRPO prompts: {build.kept} ({shares})")
     dataset = to_dataset(rows)
 
-    nan_cb = cb.NaNStopCallback()  # every rank: all of them must stop at the same step
-    all_callbacks: list[Any] = [nan_cb, *extra_callbacks]
-    if dist.main:  # files are rank 0's
-        all_callbacks.insert(0, cb.MetricsCSVCallback(paths.metrics, metric_rows))
-        if config.logging.tensorboard:
-            all_callbacks.append(_tensorboard_callback(paths.tensorboard))
+    all_callbacks = trainer_callbacks(config, paths, checkpoint, extra_callbacks, dist.main)
     best_key = best_validation_key(v)
     val_cb = None
     if v.enabled and dist.main:
@@ -272,8 +164,23 @@ def _train(
                            if r.get("stage") in ("grpo", "final") and best_key in r] or [-math.inf])
         all_callbacks.append(val_cb)
 
-    trainer = _make_trainer(config, family, model, tokenizer, dataset, paths, device, all_callbacks,
-                            reward_funcs, dist.world_size)
+    if reward_funcs is None:
+        from toolrl_lib.rewards import make_reward_funcs
+        from toolrl_lib.rewards.shaping import Shaping
+
+        r = config.reward
+        reward_funcs = make_reward_funcs(r.scheme, family, r.weights,
+                                         Shaping(r.spurious_call, r.abstention, r.args_sharp, r.strict_format))
+    # MERGE-FAST begin (who samples: the library's decoding loop instead of TRL's generate)
+    rollout_func = None
+    if config.grpo.rollouts == "library":
+        from toolrl_lib.train.rollouts import library_rollout
+
+        rollout_func = library_rollout(merge_lora=config.grpo.merged_generation)
+    # MERGE-FAST end
+    trainer = build_trainer(config, paths, device, model, tokenizer, dataset, reward_funcs,
+                            all_callbacks, dist.world_size, rollout_func)
+    # MERGE-FAST begin (speed and memory hooks on the built trainer)
     merged_check = None
     if config.grpo.merged_generation and config.grpo.rollouts == "trl":  # library rollouts merge themselves
         from toolrl_lib.train.merged_generation import (
@@ -305,6 +212,7 @@ def _train(
         from toolrl_lib.train.gen_timing import record_generation_times, timing_file
 
         record_generation_times(trainer, timing_file(paths.root, dist.rank), dist.rank)
+    # MERGE-FAST end
     g = config.grpo
     processes = trainer.accelerator.num_processes
     global_batch = g.per_device_train_batch_size * processes * g.gradient_accumulation_steps
@@ -317,19 +225,15 @@ def _train(
         f"{processes} x {g.gradient_accumulation_steps} accumulation"
         + (f", resuming from {checkpoint.name}" if checkpoint else ""))
     with stage("GRPO steps"):
-        _run_trainer(trainer, checkpoint, paths)
-    if nan_cb.bad_step is not None:
-        raise TrainingStopped(
-            f"loss became NaN/inf at step {nan_cb.bad_step}; training stopped without saving that "
-            f"step. Lower grpo.learning_rate or max_grad_norm, then --resume from "
-            f"{latest_checkpoint(paths.checkpoints) or 'the start'}"
-        )
+        run_trainer(trainer, checkpoint, paths)
     save_last(trainer, tokenizer, paths.last, dist)
     step = trainer.state.global_step
     del trainer, model
     release_memory()
+    # MERGE-FAST begin (undo the loss hook's allocator setting)
     if mapped_loss:
         loss_memory.reset()
+    # MERGE-FAST end
     leave_zero3_loading()
     if dist.main:
         if v.enabled:
@@ -339,9 +243,9 @@ def _train(
             val_cb.record(step, "final", scores, time.perf_counter() - t0)
             say(f"  final (saved last/): {_fmt(scores)}")
             if scores.get(best_key, -math.inf) >= val_cb.best or not paths.best.exists():
-                _copy_dir(paths.last, paths.best)
+                atomic.copy_dir(paths.last, paths.best)
         else:
-            _copy_dir(paths.last, paths.best)
+            atomic.copy_dir(paths.last, paths.best)
     dist.barrier()
     return paths.root
 
@@ -426,68 +330,6 @@ def _filtered(
     summary = report.to_dict()
     summary.pop("pass_rates")
     return kept, summary
-
-
-def _make_trainer(config, family, model, tokenizer, dataset, paths, device, callbacks,
-                  reward_funcs=None, processes: int = 1) -> Any:
-    from toolrl_lib.rewards import make_reward_funcs
-    from toolrl_lib.train.priming import ensure_logprob_kernel
-
-    ensure_logprob_kernel()
-    from toolrl_lib.train.priming import one_gpu_per_process
-
-    args = one_gpu_per_process(grpo_args(config, paths, device, processes))
-    if reward_funcs is None:
-        from toolrl_lib.rewards.shaping import Shaping
-
-        r = config.reward
-        reward_funcs = make_reward_funcs(r.scheme, family, r.weights,
-                                         Shaping(r.spurious_call, r.abstention, r.args_sharp, r.strict_format))
-    kwargs = dict(model=model, reward_funcs=reward_funcs, args=args, train_dataset=dataset,
-                  processing_class=tokenizer, callbacks=callbacks)
-    if config.grpo.rollouts == "library":
-        from toolrl_lib.train.rollouts import library_rollout
-
-        kwargs["rollout_func"] = library_rollout(merge_lora=config.grpo.merged_generation)
-    if config.grpo.loss_type == "rlsd":
-        from toolrl_lib.train.rlsd import RLSDGRPOTrainer
-
-        return RLSDGRPOTrainer(rlsd=config.rlsd, **kwargs)
-    import warnings
-
-    from trl import GRPOTrainer
-
-    with warnings.catch_warnings():  # rollout_func is public in TRL 1.15, flagged "experimental"
-        warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
-        return GRPOTrainer(**kwargs)
-
-
-def _run_trainer(trainer: Any, checkpoint: Path | None, paths: RunDir) -> None:
-    import torch
-
-    try:
-        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-    except torch.cuda.OutOfMemoryError as error:
-        raise TrainingStopped(
-            f"CUDA out of memory at step {trainer.state.global_step}: lower "
-            f"grpo.per_device_train_batch_size (raise gradient_accumulation_steps to keep the "
-            f"effective batch), grpo.num_generations or grpo.max_completion_length, or turn on "
-            f"grpo.gradient_checkpointing; then --resume from "
-            f"{latest_checkpoint(paths.checkpoints) or 'the start'}"
-        ) from error
-
-
-def _tensorboard_callback(folder: Path) -> Any:
-    from torch.utils.tensorboard import SummaryWriter
-    from transformers.integrations import TensorBoardCallback
-
-    folder.mkdir(parents=True, exist_ok=True)
-    return TensorBoardCallback(tb_writer=SummaryWriter(log_dir=str(folder)))
-
-
-def _copy_dir(src: Path, dst: Path) -> None:
-    with atomic.staged_dir(dst) as staging:
-        shutil.copytree(src, staging)
 
 
 def _fmt(scores: dict[str, float]) -> str:

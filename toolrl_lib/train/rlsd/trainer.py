@@ -1,4 +1,4 @@
-"""``RLSDGRPOTrainer``: TRL's GRPOTrainer plus RLSD token weights (see ``rlsd`` for formulas).
+"""``RLSDGRPOTrainer``: TRL's GRPOTrainer plus RLSD token weights (formulas: the package docstring).
 
 One extension point is used: ``_generate_and_score_completions`` (with every other TRL
 internal this trainer overrides or calls, it is listed and checked in ``trl_compat``). After TRL has generated,
@@ -29,10 +29,10 @@ from trl.models.utils import disable_gradient_checkpointing
 
 from toolrl_lib.train import trl_compat
 from toolrl_lib.train.cpu_logprob import install_cpu_logprob_fallback
-from toolrl_lib.train.rlsd import RLSDConfig, effective_lambda
-from toolrl_lib.train.rlsd_context import PrivilegedPrompter
-from toolrl_lib.train.rlsd_teacher import make_teacher
-from toolrl_lib.train.rlsd_weights import (
+from toolrl_lib.train.rlsd.config import RLSDConfig, effective_lambda
+from toolrl_lib.train.rlsd.context import PrivilegedPrompter
+from toolrl_lib.train.rlsd.teacher import make_teacher
+from toolrl_lib.train.rlsd.weights import (
     finish_stats,
     reweight_advantages,
     token_deltas,

@@ -1,10 +1,12 @@
 """A multi-turn GRPO run: (priming on gold episodes) -> GRPO through ``rollout_func``.
 
-Same run directory as a single-turn run (``toolrl_lib.train.run``: config.yaml,
+Same run directory as a single-turn run (``toolrl_lib.run_dir``: config.yaml,
 run_info.json, metrics.csv, validation.csv, checkpoints/, primed_model/, best/, last/),
 plus ``episodes/<stage>.jsonl``: the validation tasks' outcomes per stage (base, primed,
 final), for paired comparisons. Validation is greedy episode success on the validation
-split; best/ is last/ (no periodic validation here). Single process, peft backend.
+split; best/ is last/ (no periodic validation here). Single process, peft backend. The
+trainer is the single-turn run's (``trainer``), fed episode tasks and sampling whole
+episodes through ``multi_turn_rollout``.
 """
 
 from __future__ import annotations
@@ -14,12 +16,22 @@ import time
 from pathlib import Path
 from typing import Any
 
+from toolrl_lib import atomic
 from toolrl_lib.config import ConfigError
 from toolrl_lib.envs import make_tasks, task_key
 from toolrl_lib.envs.config import UNSLOTH_REFUSAL
 from toolrl_lib.envs.episode import EpisodeSettings
 from toolrl_lib.envs.rollout import SamplingSettings
+from toolrl_lib.run_dir import RunDir, RunInfo, checkpoint_step, prepare_run_dir, write_run_info
 from toolrl_lib.train.config import RunConfig, save_run_config, validate, world_size
+from toolrl_lib.train.distributed import Dist
+from toolrl_lib.train.trainer import (
+    build_trainer,
+    resolve_family,
+    run_trainer,
+    save_last,
+    trainer_callbacks,
+)
 
 
 def episode_settings(config: RunConfig) -> EpisodeSettings:
@@ -59,11 +71,9 @@ def train_multi_turn(config: RunConfig, out_dir: str | Path, resume: bool = Fals
     from toolrl_lib.envs.evaluate import write_rows
     from toolrl_lib.models import load_tokenizer, resolve_model
     from toolrl_lib.paths import resolve
-    from toolrl_lib.run_dir import RunDir, RunInfo, write_run_info
     from toolrl_lib.train import callbacks as cb
     from toolrl_lib.train.backend import load_policy, resolve_device
     from toolrl_lib.train.priming import is_primed, prime
-    from toolrl_lib.train.run import _prepare_run_dir, resolve_family
 
     validate(config)
     if config.backend == "unsloth":
@@ -72,14 +82,14 @@ def train_multi_turn(config: RunConfig, out_dir: str | Path, resume: bool = Fals
         raise ConfigError("multi-turn runs are single-process for now; launch without --num-gpus")
     paths = RunDir(resolve(out_dir))
     device = resolve_device(config.device)
-    checkpoint = _prepare_run_dir(paths, resume)
+    checkpoint = prepare_run_dir(paths, resume)
     save_run_config(config, paths.config)
     mt, v = config.multi_turn, config.validation
     start_model = resolve_model(config.model.name)
     family = resolve_family(config, load_tokenizer(start_model))
     train_tasks = make_tasks("train", mt.train_tasks, mt.environments, mt.kinds)
     val_tasks = make_tasks("val", mt.val_tasks, mt.environments, mt.kinds) if v.enabled else []
-    resumed_step = int(checkpoint.name.split("-")[-1]) if checkpoint else 0
+    resumed_step = checkpoint_step(checkpoint) if checkpoint else 0
     val_log = cb.ValidationCallback(lambda m: {}, paths.validation, 0, "success", lambda *a: None,
                                     cb.trim_rows(paths.validation, resumed_step) if checkpoint else [])
     before = bool(val_tasks) and v.before_training and checkpoint is None
@@ -113,59 +123,42 @@ def train_multi_turn(config: RunConfig, out_dir: str | Path, resume: bool = Fals
         seed=config.seed, primed=config.priming.enabled, lora=config.lora.enabled, processes=1,
         extra={"multi_turn": True}))
     model, tokenizer = load_policy(config, base_model, "peft", device)
-    trainer = _make_trainer(config, family, model, tokenizer, train_tasks, paths, device,
-                            list(callbacks or []), reward_funcs, checkpoint)
-    _finish(trainer, tokenizer, paths, checkpoint)
+    trainer = _episode_trainer(config, family, model, tokenizer, train_tasks, paths, device,
+                               list(callbacks or []), reward_funcs, checkpoint)
+    run_trainer(trainer, checkpoint, paths)
+    save_last(trainer, tokenizer, paths.last, Dist())
     step = trainer.state.global_step
     del trainer, model
     if val_tasks:
         stage("final", base_model, paths.last, step)
-    from toolrl_lib.train.run import _copy_dir
-
-    _copy_dir(paths.last, paths.best)
+    atomic.copy_dir(paths.last, paths.best)
     return paths.root
 
 
-def _make_trainer(config, family, model, tokenizer, tasks, paths, device, extra_callbacks,
-                  reward_funcs, checkpoint) -> Any:
+def _episode_trainer(config: RunConfig, family: str, model: Any, tokenizer: Any, tasks: list[Any],
+                     paths: RunDir, device: str, extra_callbacks: list[Any],
+                     reward_funcs: list[Any] | None, checkpoint: Path | None) -> Any:
+    """The shared GRPO trainer over episode tasks: the dataset holds task keys, the rollout
+    function plays each task's episode, the rewards read its outcome."""
     from datasets import Dataset
-    from trl import GRPOTrainer
 
     from toolrl_lib.envs.rewards import EpisodeRewardScheme, make_episode_reward_funcs
-    from toolrl_lib.envs.rollout import make_rollout_func
-    from toolrl_lib.train import callbacks as cb
-    from toolrl_lib.train.priming import ensure_logprob_kernel
-    from toolrl_lib.train.run import _tensorboard_callback, grpo_args
+    from toolrl_lib.train.multi_turn_rollout import make_rollout_func
 
-    ensure_logprob_kernel()
     mt = config.multi_turn
-    resumed = int(checkpoint.name.split("-")[-1]) if checkpoint else 0
-    rows = cb.trim_rows(paths.metrics, resumed) if checkpoint else []
-    callbacks = [cb.MetricsCSVCallback(paths.metrics, rows), cb.NaNStopCallback(), *extra_callbacks]
-    if config.logging.tensorboard:
-        callbacks.append(_tensorboard_callback(paths.tensorboard))
     if reward_funcs is None:
         scheme = EpisodeRewardScheme(mt.reward_success, mt.reward_calls, mt.reward_turns)
         reward_funcs = make_episode_reward_funcs(scheme)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental
     dataset = Dataset.from_list([{"prompt": task_key(t), "task_id": t.id} for t in tasks])
+    rollout_func = make_rollout_func(family, episode_settings(config), sampling_settings(config),
+                                     merge_lora=config.grpo.merged_generation)
+    trainer = build_trainer(config, paths, device, model, tokenizer, dataset, reward_funcs,
+                            trainer_callbacks(config, paths, checkpoint, extra_callbacks),
+                            rollout_func=rollout_func)
+    # MERGE-FAST begin (speed hooks on the built trainer)
     from toolrl_lib.train.zero_advantage import install as skip_zero_advantage_batches
 
-    trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=grpo_args(config, paths, device),
-                          train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks,
-                          rollout_func=make_rollout_func(family, episode_settings(config), sampling_settings(config),
-                                                         merge_lora=config.grpo.merged_generation))
     skip_zero_advantage_batches(trainer)
+    # MERGE-FAST end
     return trainer
-
-
-def _finish(trainer: Any, tokenizer: Any, paths: Any, checkpoint: Path | None) -> None:
-    from toolrl_lib.train.distributed import Dist
-    from toolrl_lib.train.run import TrainingStopped, _run_trainer, latest_checkpoint, save_last
-
-    _run_trainer(trainer, checkpoint, paths)
-    nan = next((c for c in trainer.callback_handler.callbacks if hasattr(c, "bad_step")), None)
-    if nan is not None and nan.bad_step is not None:
-        raise TrainingStopped(f"loss became NaN/inf at step {nan.bad_step}; lower grpo.learning_rate, then "
-                              f"--resume from {latest_checkpoint(paths.checkpoints) or 'the start'}")
-    save_last(trainer, tokenizer, paths.last, Dist())

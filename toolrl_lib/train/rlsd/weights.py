@@ -1,4 +1,4 @@
-"""RLSD token weights as tiny pure tensor functions (formulas: see ``rlsd`` docstring)."""
+"""RLSD token weights as tiny pure tensor functions (formulas: the ``toolrl_lib.train.rlsd`` package docstring)."""
 
 from __future__ import annotations
 
