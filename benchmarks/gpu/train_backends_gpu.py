@@ -1,6 +1,6 @@
 """GRPO with the unsloth and peft backends on one GPU, embedded model: same artefacts?
 
-Runs ``toolrl_lib.train.run.train`` twice on the same tiny synthetic data set (format
+Runs ``toolrl_lib.train.train`` twice on the same tiny synthetic data set (format
 priming + a few GRPO steps), once per backend, and records wall time, the run-directory
 files each produced, validation mean@k before/after and the last metrics row, to
 ``<out>/train_backends_gpu.json`` and a markdown table ``<out>/train_backends_gpu.md``.
