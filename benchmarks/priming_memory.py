@@ -4,7 +4,7 @@ Priming runs one row at a time and the rows differ in length, so glibc's heap ke
 activation blocks of many sizes resident (its mmap threshold moves up to 32 MiB once such a
 block is freed). ``priming.mmap_threshold`` pins the threshold while priming trains, so each
 block at least that large is its own mapping, returned when freed
-(``toolrl_lib.memory.set_mmap_threshold``). This script primes the smoke config's model on its
+(``toolrl_lib.fast.memory.set_mmap_threshold``). This script primes the smoke config's model on its
 first rows once per variant, each in a fresh process (alternating), and records the process's
 peak RSS, seconds per row and the losses (which must be identical). A block mapped afresh is
 faulted in anew, so the lower the threshold the slower the row: the smoke profile takes 2 MiB.

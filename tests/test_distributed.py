@@ -209,7 +209,7 @@ def test_two_gloo_processes_train_validate_and_save_once(tiny_data, tmp_path):
     # both ranks' RNG states are checkpointed, so --resume restores each rank (HF Trainer)
     assert {p.name for p in (out / "checkpoints" / "checkpoint-2").glob("rng_state_*.pth")} == {
         "rng_state_0.pth", "rng_state_1.pth"}
-    from toolrl_lib.train.gen_timing import read_generation_times, straggler_table
+    from toolrl_lib.fast.gen_timing import read_generation_times, straggler_table
 
     rows = read_generation_times(out)  # each rank wrote its own rounds: 4 completions per step
     assert {(r["rank"], r["step"], r["completions"], r["method"]) for r in rows} == {

@@ -1,4 +1,4 @@
-"""grpo.loss_mmap_threshold (``toolrl_lib.train.loss_memory``): the threshold is set for the loss
+"""grpo.loss_mmap_threshold (``toolrl_lib.fast.loss_memory``): the threshold is set for the loss
 and lifted for the rollout, and the setting changes memory only, not what is trained."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from toolrl_lib import memory
-from toolrl_lib.train import loss_memory
+from toolrl_lib.fast import memory
+from toolrl_lib.fast import loss_memory
 from toolrl_lib.train.config import ConfigError, load_run_config
 
 

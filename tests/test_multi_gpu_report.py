@@ -16,7 +16,7 @@ sys.path.append(str(BENCH / "gpu"))  # after site-packages
 
 import multi_gpu  # noqa: E402
 
-from toolrl_lib.train.gen_timing import timing_file  # noqa: E402
+from toolrl_lib.fast.gen_timing import timing_file  # noqa: E402
 
 pytestmark = pytest.mark.gpu_harness
 

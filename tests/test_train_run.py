@@ -153,7 +153,7 @@ def test_loss_types_and_kl(tiny_setup, tmp_path, loss, beta):
 def test_merged_generation_rolls_out_merged_and_trains_lora(tiny_setup, tmp_path, monkeypatch):
     import json as json_
 
-    import toolrl_lib.train.merged_generation as mg
+    import toolrl_lib.fast.merged_generation as mg
     from toolrl_lib.train.config import load_run_config
     from toolrl_lib.train.run import train
 
@@ -279,12 +279,12 @@ def test_run_directory_copied_elsewhere_merges_and_evaluates(tiny_setup, tmp_pat
 
 
 def test_loss_mmap_threshold_changes_memory_not_the_adapter(tiny_setup, tmp_path, monkeypatch):
-    """grpo.loss_mmap_threshold (toolrl_lib/train/loss_memory.py) only moves blocks between the
+    """grpo.loss_mmap_threshold (toolrl_lib/fast/loss_memory.py) only moves blocks between the
     heap and their own mappings: the same adapter, bit for bit; TRL's rollout phase is hooked."""
     from safetensors.torch import load_file
 
-    from toolrl_lib.memory import GLIBC_MAX_MMAP_THRESHOLD
-    from toolrl_lib.train import loss_memory
+    from toolrl_lib.fast.memory import GLIBC_MAX_MMAP_THRESHOLD
+    from toolrl_lib.fast import loss_memory
     from toolrl_lib.train.config import load_run_config
     from toolrl_lib.train.run import train
 

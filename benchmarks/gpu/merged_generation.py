@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from toolrl_lib.train.merged_generation import lora_merged
+    from toolrl_lib.fast.merged_generation import lora_merged
 
     cuda = a.device.startswith("cuda")
     dtype = {"auto": torch.bfloat16 if cuda else torch.float32, "bf16": torch.bfloat16,

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from lanes import Job, run_lanes
 
-from toolrl_lib.train.gen_timing import decode_summary, read_generation_times, straggler_table
+from toolrl_lib.fast.gen_timing import decode_summary, read_generation_times, straggler_table
 
 # H200 hosts here: NVLink multicast must stay off (see the device notes).
 NCCL_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",

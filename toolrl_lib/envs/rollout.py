@@ -73,7 +73,7 @@ def make_rollout_func(family: str, settings: EpisodeSettings, sampling: Sampling
     """TRL's ``rollout_func`` over our environments (prompts are ``task_key`` strings);
     ``merge_lora``: sample through ``W + sBA`` (``grpo.merged_generation``)."""
     from toolrl_lib.prompts import get_adapter
-    from toolrl_lib.train.merged_generation import merged_if
+    from toolrl_lib.fast.merged_generation import merged_if
 
     adapter = get_adapter(family)
     cache: dict[str, Task] = {}

@@ -62,7 +62,7 @@ from toolrl_lib.merge.report import (
     MergeReport,
     MergeVerificationError,
 )
-from toolrl_lib.profiling import stage
+from toolrl_lib.fast.profiling import stage
 from toolrl_lib.run_dir import ADAPTER_CONFIG, RUN_INFO, read_run_info, resolve_base, run_base
 
 

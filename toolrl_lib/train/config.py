@@ -84,8 +84,8 @@ class GRPOSection:
     mask_truncated_completions: bool = False
     merged_generation: bool = field(default=False, metadata={"help": "Roll out with W + sBA in a copy of the adapted weights, adapters off (LoRA only): one matmul per projection while decoding instead of three; +1 weight copy of memory. Applies to TRL's sampler, the library rollouts and multi-turn episodes. Under unsloth the run first checks that its patched layers honour the adapter switch."})
     rollouts: Literal["trl", "library"] = field(default="trl", metadata={"help": "Who samples the completions: \"trl\" (transformers' generate inside TRL) or \"library\" (toolrl_lib.generation through TRL's rollout_func: one prefill per prompt for its whole group, an in-place cache; faster on CPU; peft backend, plain GRPO losses only)"})
-    shared_prompt: bool = field(default=False, metadata={"help": "Loss forward with each distinct prompt of a micro-batch run once for all its completions (toolrl_lib/train/shared_prompt.py): same log-probs, far less compute when per_device_train_batch_size holds several completions of a prompt; peft backend, not rlsd"})
-    loss_mmap_threshold: int = field(default=0, metadata={"help": "CPU (glibc): while the loss runs forward and back, blocks of at least this many bytes get their own mapping and go back to the OS when freed (toolrl_lib/train/loss_memory.py); 0 = the allocator's default. The smoke profile's 1 MiB: 4 GRPO steps peaked at 3.42 instead of 3.97 GiB for 7% more step time (benchmarks/results/grpo_memory.md)"})
+    shared_prompt: bool = field(default=False, metadata={"help": "Loss forward with each distinct prompt of a micro-batch run once for all its completions (toolrl_lib/fast/shared_prompt.py): same log-probs, far less compute when per_device_train_batch_size holds several completions of a prompt; peft backend, not rlsd"})
+    loss_mmap_threshold: int = field(default=0, metadata={"help": "CPU (glibc): while the loss runs forward and back, blocks of at least this many bytes get their own mapping and go back to the OS when freed (toolrl_lib/fast/loss_memory.py); 0 = the allocator's default. The smoke profile's 1 MiB: 4 GRPO steps peaked at 3.42 instead of 3.97 GiB for 7% more step time (benchmarks/results/grpo_memory.md)"})
     learning_rate: float = 1e-5
     lr_scheduler_type: str = "constant_with_warmup"
     warmup_steps: int = 0
@@ -111,7 +111,7 @@ class PrimingSection:
     prompt_gradient: bool = field(default=True, metadata={"help": "false: each row's prompt runs forward only, no backward through it (toolrl_lib/train/prompt_detached.py): the same loss, a truncated gradient. Measured on the smoke priming: 1.7x less CPU time but a worse primed model (binary mean@4 -0.09, 95% CI excludes 0; benchmarks/results/priming_detached.md), so true everywhere"})
     lora_r: int = 16
     lora_alpha: int = 32
-    mmap_threshold: int = field(default=0, metadata={"help": "CPU (glibc): while priming trains, blocks of at least this many bytes get their own mapping and go back to the OS when freed (toolrl_lib.memory.set_mmap_threshold; as grpo.loss_mmap_threshold); 0 = the allocator's default"})
+    mmap_threshold: int = field(default=0, metadata={"help": "CPU (glibc): while priming trains, blocks of at least this many bytes get their own mapping and go back to the OS when freed (toolrl_lib.fast.memory.set_mmap_threshold; as grpo.loss_mmap_threshold); 0 = the allocator's default"})
     top_layers: int = field(default=0, metadata={"help": "LoRA on the top N decoder layers only (0: every layer). Nothing below the lowest adapted layer needs a gradient, so the backward stops there: priming's compute falls by up to a third at half the layers (benchmarks/priming_variants.py measures what it does to the primed model)"})
 
 

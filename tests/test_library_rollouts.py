@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from toolrl_lib.train.rollouts import distinct_runs, library_rollout, unsupported_settings
+from toolrl_lib.fast.library_rollouts import distinct_runs, library_rollout, unsupported_settings
 
 
 def fake_trainer(model, tokenizer, **args):
@@ -110,7 +110,7 @@ def test_library_rollouts_with_merged_lora_sample_what_the_lora_path_samples(tmp
     from tests.test_train_run import length_reward, tiny_overrides, toy_examples
     from toolrl_lib.data.example import write_jsonl
     from toolrl_lib.models import make_tiny_model
-    from toolrl_lib.train import merged_generation
+    from toolrl_lib.fast import merged_generation
     from toolrl_lib.train.config import load_run_config
     from toolrl_lib.train.run import train
 

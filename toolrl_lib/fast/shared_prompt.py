@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolrl_lib.train import trl_compat
+from toolrl_lib.fast import trl_compat
 
 _TRL_ONLY = ("pixel_values", "image_grid_thw", "num_images", "pixel_attention_mask", "spatial_shapes",
              "num_tiles", "image_sizes", "token_type_ids", "mm_token_type_ids", "image_position_ids")

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from toolrl_lib.train.trl_compat import hook_rollout
+from toolrl_lib.fast.trl_compat import hook_rollout
 
 
 def _lora_layers(model: Any) -> list[Any]:

@@ -58,7 +58,7 @@ def library_rollout(batch_size: int | None = None, merge_lora: bool = False) -> 
 
     def rollout(prompts: list[Any], trainer: Any) -> dict[str, Any]:
         from toolrl_lib.generation import Sampler, generate_ids
-        from toolrl_lib.train.merged_generation import merged_if
+        from toolrl_lib.fast.merged_generation import merged_if
 
         if not all(isinstance(p, str) for p in prompts):
             raise ValueError("grpo.rollouts=library takes rendered string prompts (the library's "
