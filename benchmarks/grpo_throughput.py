@@ -113,7 +113,7 @@ VARIANTS: dict[str, Variant] = {
                                     note="Unsloth + 128 completions per generate call = 4 optimizer steps"),
     "unsloth_gen_batch64_micro32": Variant(backend="unsloth", grpo={"generation_batch_size": 64}, micro_batch=32,
                                            note="Unsloth + 64 per generate call + one 32-completion micro-batch"),
-    # The full profile's setting (backend unsloth + grpo.merged_generation); like the run, the
+    # The full profile's setting (backend unsloth + fast.merged_generation); like the run, the
     # worker first checks (merged_path_check) that Unsloth's patched layers honour the merged path.
     "unsloth_merged_gen_batch64": Variant(backend="unsloth", grpo={"generation_batch_size": 64},
                                           merged_generation=True,

@@ -1,4 +1,4 @@
-"""Benchmark: seconds per smoke GRPO step with TRL's sampler vs the library's (``grpo.rollouts``).
+"""Benchmark: seconds per smoke GRPO step with TRL's sampler vs the library's (``fast.rollouts``).
 
 Both variants train the smoke profile's GRPO (configs/smoke.yaml: 2 prompts x 4 completions a
 step, LoRA, CPU) from the same model, seed and data order, priming and validation off. The
@@ -32,7 +32,7 @@ def run_variant(rollouts: str, model: str, steps: int, out: Path) -> dict:
     from toolrl_lib.train.run import train
 
     config = load_run_config(ROOT / "configs" / "smoke.yaml", [
-        f"model.name={model}", f"grpo.rollouts={rollouts}", f"grpo.max_steps={steps}",
+        f"model.name={model}", f"fast.rollouts={rollouts}", f"grpo.max_steps={steps}",
         "priming.enabled=false", "validation.enabled=false", f"checkpoint.save_steps={steps}",
         "logging.tensorboard=false", "logging.progress_bar=false", "logging.wandb=false"])
     start = time.perf_counter()

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from toolrl_lib.models import make_tiny_model
 from toolrl_lib.fast.shared_prompt import install, prompt_groups, shared_prompt_logps
+from toolrl_lib.models import make_tiny_model
 
 
 @pytest.fixture()
@@ -104,7 +104,7 @@ def test_grpo_with_shared_prompt_trains_the_same_adapter(tmp_path, monkeypatch):
     runs = {}
     for shared in ("false", "true"):
         config = load_run_config(None, tiny_overrides(tmp_path, **{
-            "grpo.rollouts": "library", "validation.enabled": "false", "grpo.shared_prompt": shared}))
+            "fast.rollouts": "library", "validation.enabled": "false", "fast.shared_prompt": shared}))
         runs[shared] = train(config, tmp_path / f"run-{shared}", reward_funcs=[length_reward])
     assert used, "the shared-prompt forward never ran"
     a = load_file(runs["false"] / "last" / "adapter_model.safetensors")

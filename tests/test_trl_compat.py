@@ -14,8 +14,8 @@ import torch  # noqa: E402
 from datasets import Dataset  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
-from toolrl_lib.models import make_tiny_model  # noqa: E402
 from toolrl_lib.fast import trl_compat  # noqa: E402
+from toolrl_lib.models import make_tiny_model  # noqa: E402
 
 
 def test_installed_trl_has_every_private_api_we_use():

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from toolrl_lib.config import ConfigError, load_yaml
-from toolrl_lib.paths import project_root
 from toolrl_lib.fast.profiling import stage
+from toolrl_lib.paths import project_root
 
 PROFILES = ("smoke", "full", "colab")
 NOTEBOOK_PATTERN = re.compile(r"^(\d\d)_[A-Za-z0-9_]+\.ipynb$")

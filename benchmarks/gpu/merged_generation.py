@@ -1,4 +1,4 @@
-"""Benchmark: rollouts through LoRA adapters vs through merged weights (``grpo.merged_generation``).
+"""Benchmark: rollouts through LoRA adapters vs through merged weights (``fast.merged_generation``).
 
 The same model generates the same prompts three ways: with its LoRA adapters (what TRL + PEFT
 do by default), with the update merged into a copy of the weights (``lora_merged``, the merge

@@ -50,7 +50,7 @@ def common_overrides(args: argparse.Namespace) -> list[str]:
         f"validation.num_examples={args.val_examples}", "validation.k=4",
         "validation.max_new_tokens=128", f"validation.batch_size={args.val_examples * 4}",
         "validation.every_steps=0", "logging.progress_bar=false", "logging.tensorboard=false",
-        "logging.generation_times=true",  # per-rank seconds per rollout round: who waits
+        "fast.generation_times=true",  # per-rank seconds per rollout round: who waits
     ]
 
 
