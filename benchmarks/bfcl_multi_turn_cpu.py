@@ -29,21 +29,21 @@ from toolrl_lib.paths import project_root
 
 
 class Counting:
-    """Wraps a PrefixCache factory so the run's token counts can be read afterwards."""
+    """Wraps a TranscriptCache factory so the run's token counts can be read afterwards."""
 
     last = None
 
 
 def run_mode(loaded, mode: str, args: argparse.Namespace, work: Path) -> dict:
-    import toolrl_lib.evaluate.multi_turn_decode as decode
+    import toolrl_lib.fast.decode as decode
 
-    real = decode.PrefixCache
+    real = decode.TranscriptCache
 
     def spy(*a, **k):
         Counting.last = real(*a, **k)
         return Counting.last
 
-    decode.PrefixCache = spy
+    decode.TranscriptCache = spy
     Counting.last = None
     settings = MultiTurnSettings(max_new_tokens=args.max_new_tokens, window=model_window(args.model),
                                  compact=args.compact_docs, step_limit=args.step_limit,
@@ -54,7 +54,7 @@ def run_mode(loaded, mode: str, args: argparse.Namespace, work: Path) -> dict:
     try:
         generate_multi_turn_pending(loaded, out, args.categories, args.family, args.limit, settings)
     finally:
-        decode.PrefixCache = real
+        decode.TranscriptCache = real
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     rows = [r for c in args.categories for r in results.read_results(results.generations_file(out, c))]
     cache = Counting.last

@@ -281,7 +281,7 @@ def generate_settings(config_path: str, val_prompts: int | None = None) -> tuple
 
 def generate_variants(config_path: str, rounds: int) -> list[dict[str, Any]]:
     """Seconds of ``generate`` at the smoke GRPO and validation settings, F.linear vs W @ x.T."""
-    from toolrl_lib import weight_major_linear
+    from toolrl_lib.fast import weight_major_linear
     from toolrl_lib.generation import generate
 
     model, tokenizer, seed, settings = generate_settings(config_path)
@@ -359,7 +359,7 @@ def markdown(result: dict[str, Any]) -> str:
         "## The library's `generate`, decode steps on F.linear vs W @ x.T (same seed)",
         "",
         f"The library decodes with {result['library_decode']} on this CPU "
-        "(`toolrl_lib/weight_major_linear.py`: W @ x.T except on Intel CPUs).",
+        "(`toolrl_lib/fast/weight_major_linear.py`: W @ x.T except on Intel CPUs).",
         "",
         "| setting | prompts x samples, max new tokens | F.linear s | W @ x.T s | identical completions |",
         "| --- | --- | --- | --- | --- |",
@@ -385,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import torch
 
-    from toolrl_lib import weight_major_linear
+    from toolrl_lib.fast import weight_major_linear
 
     peft_model, cfg, rows = priming_rows(args.config, args.rows)
     priming = priming_breakdown(peft_model, rows, args.rounds)

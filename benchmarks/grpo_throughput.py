@@ -85,7 +85,7 @@ class Variant:
     grpo: dict[str, Any] = field(default_factory=dict)  # extra GRPOConfig fields
     micro_batch: int | None = None  # None = the workload's
     compile_generation: bool = False  # re-enable generate()'s auto-compile (TRL disables it)
-    merged_generation: bool = False  # roll out with W + sBA, adapters off (toolrl_lib.train.merged_generation)
+    merged_generation: bool = False  # roll out with W + sBA, adapters off (toolrl_lib.fast.merged_generation)
     note: str = ""
 
 
@@ -110,7 +110,7 @@ VARIANTS: dict[str, Variant] = {
                                     note="Unsloth + 128 completions per generate call = 4 optimizer steps"),
     "unsloth_gen_batch64_micro32": Variant(backend="unsloth", grpo={"generation_batch_size": 64}, micro_batch=32,
                                            note="Unsloth + 64 per generate call + one 32-completion micro-batch"),
-    # The full profile's setting (backend unsloth + grpo.merged_generation); like the run, the
+    # The full profile's setting (backend unsloth + fast.merged_generation); like the run, the
     # worker first checks (merged_path_check) that Unsloth's patched layers honour the merged path.
     "unsloth_merged_gen_batch64": Variant(backend="unsloth", grpo={"generation_batch_size": 64},
                                           merged_generation=True,
@@ -305,7 +305,7 @@ class Recorder:
     def wrap_generation(self, trainer: Any) -> str:
         """Time TRL's generation method on this trainer instance (the library's rollout timer,
         CUDA-synchronised); return its name."""
-        from toolrl_lib.train.gen_timing import time_rollouts
+        from toolrl_lib.fast.gen_timing import time_rollouts
 
         def add(seconds: float, *_: Any) -> None:
             self._gen_in_step += seconds
@@ -457,7 +457,7 @@ def run_worker(a: argparse.Namespace) -> dict[str, Any]:
     if variant.compile_generation:
         trainer.generation_config.disable_compile = False  # TRL sets True; static cache -> compiled decode
     if variant.merged_generation:  # before the timer wraps it: the merge is part of generation
-        from toolrl_lib.train.merged_generation import generate_with_merged_lora, merged_path_check
+        from toolrl_lib.fast.merged_generation import generate_with_merged_lora, merged_path_check
 
         check_ids = tokenizer(text=[fixed_length_prompt(tokenizer, 16)], return_tensors="pt")["input_ids"]
         policy = trainer.accelerator.unwrap_model(trainer.model)

@@ -3,7 +3,7 @@
 Runs ``python -m tools.workbook run --profile smoke`` (or ``--only NN``) as a child process, samples
 the RSS of every process in its tree (the papermill kernels, the BFCL scorer, priming
 subprocesses) every ``--interval`` seconds, and reads the stage log the library writes when
-``$TOOLRL_PROFILE_LOG`` is set (``toolrl_lib.profiling.stage``: model loads, priming, each
+``$TOOLRL_PROFILE_LOG`` is set (``toolrl_lib.fast.profiling.stage``: model loads, priming, each
 validation, GRPO steps, merge checks, BFCL generation/scoring, each notebook). A stage's peak RSS
 is the largest single-process RSS sampled while it ran.
 

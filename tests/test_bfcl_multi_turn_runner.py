@@ -166,7 +166,7 @@ def test_cli_writes_bfcl_result_and_score_files(tmp_path, tiny_model_dir):
 
 
 def test_prefix_cache_and_slot_paths_match_batched_generate(tmp_path, tiny_model_dir):
-    """On a CPU each episode keeps its cache between steps (PrefixCache); on a GPU every live
+    """On a CPU each episode keeps its cache between steps (TranscriptCache); on a GPU every live
     episode keeps it in a device slot (SlotEngine, run here on the CPU, with one slot reused
     after its entry finished). The generations are the same as with a full pre-fill per step,
     and the timing per episode is recorded."""

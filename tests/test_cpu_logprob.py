@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from toolrl_lib.train.cpu_logprob import TorchChunkedLogProb
+from toolrl_lib.fast.cpu_logprob import TorchChunkedLogProb
 
 
 def test_matches_log_softmax_and_entropy_with_gradients() -> None:

@@ -86,7 +86,7 @@ def test_cli_refuses_unsloth_and_bad_counts_before_launching(capsys):
     from toolrl_lib.cli import main
 
     assert main(["train", "--config", "configs/smoke.yaml", "--set", "backend=unsloth",
-                 "--set", "grpo.rollouts=trl", "--num-gpus", "2"]) == 2
+                 "--set", "fast.rollouts=trl", "--num-gpus", "2"]) == 2
     assert "unsloth" in capsys.readouterr().err
     assert main(["train", "--config", "configs/smoke.yaml", "--num-gpus", "0"]) == 2
     assert "--num-gpus must be >= 1" in capsys.readouterr().err
@@ -190,7 +190,7 @@ def test_two_gloo_processes_train_validate_and_save_once(tiny_data, tmp_path):
     out = tmp_path / "run"
     overrides = {"validation.every_steps": 1, "priming.enabled": "true", "priming.max_steps": 2,
                  "priming.batch_size": 4, "priming.num_examples": 8, "checkpoint.save_steps": 1,
-                 "logging.generation_times": "true"}
+                 "fast.generation_times": "true"}
     log = _toolrl_train(tiny_data, out, overrides=overrides)
     assert log.count("GRPO (dapo, backend peft, LoRA") == 1, log[-3000:]  # rank 0 speaks alone
     assert log.count("format priming:") == 1 and log.count("  final (saved last/)") == 1
@@ -207,7 +207,7 @@ def test_two_gloo_processes_train_validate_and_save_once(tiny_data, tmp_path):
     # both ranks' RNG states are checkpointed, so --resume restores each rank (HF Trainer)
     assert {p.name for p in (out / "checkpoints" / "checkpoint-2").glob("rng_state_*.pth")} == {
         "rng_state_0.pth", "rng_state_1.pth"}
-    from toolrl_lib.train.gen_timing import read_generation_times, straggler_table
+    from toolrl_lib.fast.gen_timing import read_generation_times, straggler_table
 
     rows = read_generation_times(out)  # each rank wrote its own rounds: 4 completions per step
     assert {(r["rank"], r["step"], r["completions"], r["method"]) for r in rows} == {

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from toolrl_lib.train.gen_timing import (
+from toolrl_lib.fast.gen_timing import (
     decode_summary,
     read_generation_times,
     record_generation_times,

@@ -133,7 +133,8 @@ def test_shared_prefix_decoding_matches_the_padded_batch():
     finished rows and prompts leaving the batch) samples what the padded batch samples."""
     import torch
 
-    from toolrl_lib.generation import Sampler, decode_padded, decode_shared, shared_prefix_applies
+    from toolrl_lib.fast.decode import shared_prefix_applies
+    from toolrl_lib.generation import Sampler, decode_padded, decode_shared
 
     model, tok = make_tiny_model(seed=1)  # grouped-query attention: 4 query, 2 key/value heads
     model.eval()
@@ -154,7 +155,7 @@ def test_shared_prefix_decoding_matches_the_padded_batch():
 def test_shared_prefix_attention_equals_softmax_over_prompt_and_new_tokens():
     import torch
 
-    from toolrl_lib.prefix_cache import SharedPrefixState, decode_attention
+    from toolrl_lib.fast.decode import SharedPrefixState, decode_attention
 
     torch.manual_seed(0)
     lengths, k, heads, kv, dim, steps = [5, 3], 2, 4, 2, 8, 3
@@ -183,7 +184,7 @@ def test_fused_attention_with_lse_matches_the_explicit_softmax_with_padding():
     is a view into a larger buffer (the suffix cache's)."""
     import torch
 
-    from toolrl_lib.prefix_cache import attend_with_lse
+    from toolrl_lib.fast.decode import attend_with_lse
 
     torch.manual_seed(0)
     query = torch.randn(3, 2, 6, 8)

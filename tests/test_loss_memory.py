@@ -1,4 +1,4 @@
-"""grpo.loss_mmap_threshold (``toolrl_lib.train.loss_memory``): the threshold is set for the loss
+"""fast.loss_mmap_threshold (``toolrl_lib.fast.loss_memory``): the threshold is set for the loss
 and lifted for the rollout, and the setting changes memory only, not what is trained."""
 
 from __future__ import annotations
@@ -7,8 +7,7 @@ import sys
 
 import pytest
 
-from toolrl_lib import memory
-from toolrl_lib.train import loss_memory
+from toolrl_lib.fast import loss_memory, memory
 from toolrl_lib.train.config import ConfigError, load_run_config
 
 
@@ -48,6 +47,6 @@ def test_glibc_takes_the_setting() -> None:
 
 
 def test_a_negative_threshold_is_refused() -> None:
-    with pytest.raises(ConfigError, match="grpo.loss_mmap_threshold"):
-        load_run_config(None, ["grpo.loss_mmap_threshold=-1"])
+    with pytest.raises(ConfigError, match="fast.loss_mmap_threshold"):
+        load_run_config(None, ["fast.loss_mmap_threshold=-1"])
 

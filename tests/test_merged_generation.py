@@ -26,7 +26,7 @@ def _logits(model, ids):
 
 
 def test_merged_weights_give_the_lora_output_and_are_undone(lora_model):
-    from toolrl_lib.train.merged_generation import lora_merged
+    from toolrl_lib.fast.merged_generation import lora_merged
 
     ids = torch.randint(3, 200, (2, 12))
     with_lora = _logits(lora_model, ids)
@@ -45,7 +45,7 @@ def test_merged_weights_give_the_lora_output_and_are_undone(lora_model):
 
 
 def test_weights_come_back_when_generation_fails(lora_model):
-    from toolrl_lib.train.merged_generation import lora_merged
+    from toolrl_lib.fast.merged_generation import lora_merged
 
     q = lora_model.base_model.model.model.layers[0].self_attn.q_proj.base_layer
     before, pointer = q.weight.detach().clone(), q.weight.data_ptr()
@@ -58,7 +58,7 @@ def test_weights_come_back_when_generation_fails(lora_model):
 def test_a_model_without_lora_is_refused(tiny_model_dir):
     from transformers import AutoModelForCausalLM
 
-    from toolrl_lib.train.merged_generation import lora_merged
+    from toolrl_lib.fast.merged_generation import lora_merged
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     with pytest.raises(ValueError, match="no LoRA layers"), lora_merged(model):
@@ -87,7 +87,7 @@ def test_benchmark_script_writes_its_table(tiny_model_dir, tmp_path):
 def test_generation_method_prefers_the_single_turn_call():
     from types import SimpleNamespace
 
-    from toolrl_lib.train.trl_compat import generation_method
+    from toolrl_lib.fast.trl_compat import generation_method
 
     def single_turn():
         return None
@@ -103,7 +103,7 @@ def test_generation_method_prefers_the_single_turn_call():
 
 
 def test_merged_path_check_passes_for_peft_and_restores_the_adapters(lora_model):
-    from toolrl_lib.train.merged_generation import merged_path_check
+    from toolrl_lib.fast.merged_generation import merged_path_check
 
     before = {k: v.clone() for k, v in lora_model.state_dict().items()}
     lora_model.train()
@@ -119,7 +119,7 @@ def test_merged_path_check_passes_for_peft_and_restores_the_adapters(lora_model)
 @contextmanager
 def merged_but_adapters_stay_on(model):
     """A backend whose layers ignore the adapter switch: rollouts see W + sBA *and* the LoRA branch."""
-    from toolrl_lib.train import merged_generation
+    from toolrl_lib.fast import merged_generation
 
     swapped = []
     with torch.no_grad():
@@ -136,7 +136,7 @@ def merged_but_adapters_stay_on(model):
 
 def test_merged_path_check_catches_an_update_applied_twice(lora_model, monkeypatch):
     """merged = W + 2 sBA: the check fails."""
-    from toolrl_lib.train import merged_generation
+    from toolrl_lib.fast import merged_generation
 
     monkeypatch.setattr(merged_generation, "lora_merged", merged_but_adapters_stay_on)
     check = merged_generation.merged_path_check(lora_model, torch.tensor([[3, 14, 15, 9, 26, 5]]),
@@ -149,7 +149,7 @@ def test_require_merged_path_passes_peft_and_refuses_a_layer_that_ignores_the_sw
     """What a run does under unsloth before its first merged rollout."""
     from transformers import AutoTokenizer
 
-    from toolrl_lib.train import merged_generation
+    from toolrl_lib.fast import merged_generation
 
     tokenizer = AutoTokenizer.from_pretrained(lora_model.base_model.model.config._name_or_path)
     check = merged_generation.require_merged_path(lora_model, tokenizer)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.gpu import multi_gpu
-from toolrl_lib.train.gen_timing import timing_file
+from toolrl_lib.fast.gen_timing import timing_file
 
 pytestmark = pytest.mark.gpu_harness
 

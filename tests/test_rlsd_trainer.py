@@ -15,8 +15,8 @@ from peft import LoraConfig  # noqa: E402
 from transformers import set_seed  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
+from toolrl_lib.fast.cpu_logprob import install_cpu_logprob_fallback  # noqa: E402
 from toolrl_lib.models import make_tiny_model  # noqa: E402
-from toolrl_lib.train.cpu_logprob import install_cpu_logprob_fallback  # noqa: E402
 from toolrl_lib.train.rlsd import RLSDConfig, RLSDGRPOTrainer  # noqa: E402
 from toolrl_lib.train.rlsd.teacher import TEACHER_ADAPTER, AdapterTeacher, ema_update_  # noqa: E402
 

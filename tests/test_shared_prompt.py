@@ -1,4 +1,4 @@
-"""GRPO's loss forward with shared prompts (``toolrl_lib.train.shared_prompt``) gives TRL's own
+"""GRPO's loss forward with shared prompts (``toolrl_lib.fast.shared_prompt``) gives TRL's own
 log-probs, entropies and gradients on a tiny model, rows of several prompts mixed."""
 
 import contextlib
@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from toolrl_lib.fast.shared_prompt import install, prompt_groups, shared_prompt_logps
 from toolrl_lib.models import make_tiny_model
-from toolrl_lib.train.shared_prompt import install, prompt_groups, shared_prompt_logps
 
 
 @pytest.fixture()
@@ -16,7 +16,7 @@ def fused_model():
     from trl import GRPOTrainer  # noqa: F401  (TRL's module sets up its kernels on import)
     from trl.trainer.utils import add_fused_lm_head
 
-    from toolrl_lib.train.cpu_logprob import install_cpu_logprob_fallback
+    from toolrl_lib.fast.cpu_logprob import install_cpu_logprob_fallback
 
     install_cpu_logprob_fallback()
     model, _ = make_tiny_model(seed=2)
@@ -91,7 +91,7 @@ def test_grpo_with_shared_prompt_trains_the_same_adapter(tmp_path, monkeypatch):
 
     from tests.test_train_run import length_reward, tiny_overrides, toy_examples
     from toolrl_lib.data.example import write_jsonl
-    from toolrl_lib.train import shared_prompt
+    from toolrl_lib.fast import shared_prompt
     from toolrl_lib.train.config import load_run_config
     from toolrl_lib.train.run import train
 
@@ -104,7 +104,7 @@ def test_grpo_with_shared_prompt_trains_the_same_adapter(tmp_path, monkeypatch):
     runs = {}
     for shared in ("false", "true"):
         config = load_run_config(None, tiny_overrides(tmp_path, **{
-            "grpo.rollouts": "library", "validation.enabled": "false", "grpo.shared_prompt": shared}))
+            "fast.rollouts": "library", "validation.enabled": "false", "fast.shared_prompt": shared}))
         runs[shared] = train(config, tmp_path / f"run-{shared}", reward_funcs=[length_reward])
     assert used, "the shared-prompt forward never ran"
     a = load_file(runs["false"] / "last" / "adapter_model.safetensors")

@@ -90,7 +90,7 @@ def test_anatomy_advantages_equal_trl(tmp_path: Any, scale: str) -> None:
     from transformers import set_seed
     from trl import GRPOConfig, GRPOTrainer
 
-    from toolrl_lib.train.cpu_logprob import install_cpu_logprob_fallback
+    from toolrl_lib.fast.cpu_logprob import install_cpu_logprob_fallback
 
     install_cpu_logprob_fallback()
     model, tok = _policy()

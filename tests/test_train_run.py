@@ -153,7 +153,7 @@ def test_loss_types_and_kl(tiny_setup, tmp_path, loss, beta):
 def test_merged_generation_rolls_out_merged_and_trains_lora(tiny_setup, tmp_path, monkeypatch):
     import json as json_
 
-    import toolrl_lib.train.merged_generation as mg
+    import toolrl_lib.fast.merged_generation as mg
     from toolrl_lib.train.config import load_run_config
     from toolrl_lib.train.run import train
 
@@ -168,7 +168,7 @@ def test_merged_generation_rolls_out_merged_and_trains_lora(tiny_setup, tmp_path
 
     monkeypatch.setattr(mg, "lora_merged", spy)
     config = load_run_config(None, tiny_overrides(
-        tiny_setup, **{"grpo.merged_generation": "true", "logging.generation_times": "true",
+        tiny_setup, **{"fast.merged_generation": "true", "fast.generation_times": "true",
                        "validation.enabled": "false"}))
     run = train(config, tmp_path / "run", reward_funcs=[length_reward])
     assert len(entered) == 2 and entered == [0, 0]  # one merged rollout per step, adapters on before
@@ -279,12 +279,12 @@ def test_run_directory_copied_elsewhere_merges_and_evaluates(tiny_setup, tmp_pat
 
 
 def test_loss_mmap_threshold_changes_memory_not_the_adapter(tiny_setup, tmp_path, monkeypatch):
-    """grpo.loss_mmap_threshold (toolrl_lib/train/loss_memory.py) only moves blocks between the
+    """fast.loss_mmap_threshold (toolrl_lib/fast/loss_memory.py) only moves blocks between the
     heap and their own mappings: the same adapter, bit for bit; TRL's rollout phase is hooked."""
     from safetensors.torch import load_file
 
-    from toolrl_lib.memory import GLIBC_MAX_MMAP_THRESHOLD
-    from toolrl_lib.train import loss_memory
+    from toolrl_lib.fast import loss_memory
+    from toolrl_lib.fast.memory import GLIBC_MAX_MMAP_THRESHOLD
     from toolrl_lib.train.config import load_run_config
     from toolrl_lib.train.run import train
 
@@ -294,7 +294,7 @@ def test_loss_mmap_threshold_changes_memory_not_the_adapter(tiny_setup, tmp_path
     adapters = []
     for threshold in (0, 2**18):
         config = load_run_config(None, tiny_overrides(tiny_setup, **{
-            "grpo.loss_mmap_threshold": threshold, "grpo.max_steps": 2, "validation.enabled": "false"}))
+            "fast.loss_mmap_threshold": threshold, "grpo.max_steps": 2, "validation.enabled": "false"}))
         run = train(config, tmp_path / f"t{threshold}", reward_funcs=[length_reward])
         adapters.append(load_file(str(run / "last" / "adapter_model.safetensors")))
     a, b = adapters

@@ -297,8 +297,8 @@ def test_merged_rollouts_need_adapters_not_a_particular_backend():
     from toolrl_lib.config import ConfigError
 
     # unsloth is allowed: the run checks its patched layers with require_merged_path first
-    config = load_run_config("configs/qwen3_8b_h100.yaml", ["grpo.merged_generation=true"])
-    assert config.backend == "unsloth" and config.grpo.merged_generation
-    with pytest.raises(ConfigError, match="grpo.merged_generation"):
+    config = load_run_config("configs/qwen3_8b_h100.yaml", ["fast.merged_generation=true"])
+    assert config.backend == "unsloth" and config.fast.merged_generation
+    with pytest.raises(ConfigError, match="fast.merged_generation"):
         load_run_config("configs/qwen3_8b_h100.yaml",
-                        ["grpo.merged_generation=true", "backend=peft", "lora.enabled=false"])
+                        ["fast.merged_generation=true", "backend=peft", "lora.enabled=false"])

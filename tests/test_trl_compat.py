@@ -14,8 +14,8 @@ import torch  # noqa: E402
 from datasets import Dataset  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
+from toolrl_lib.fast import trl_compat  # noqa: E402
 from toolrl_lib.models import make_tiny_model  # noqa: E402
-from toolrl_lib.train import trl_compat  # noqa: E402
 
 
 def test_installed_trl_has_every_private_api_we_use():
@@ -70,7 +70,7 @@ def test_torch_load_redirect_is_scoped(tmp_path):
 
 @pytest.fixture(scope="module")
 def trainer(tmp_path_factory) -> Any:
-    from toolrl_lib.train.cpu_logprob import install_cpu_logprob_fallback
+    from toolrl_lib.fast.cpu_logprob import install_cpu_logprob_fallback
 
     install_cpu_logprob_fallback()
     model, tok = make_tiny_model(seed=0)

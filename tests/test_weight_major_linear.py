@@ -1,11 +1,11 @@
-"""CPU decode steps compute linear layers as ``W @ x.T`` (toolrl_lib.weight_major_linear)."""
+"""CPU decode steps compute linear layers as ``W @ x.T`` (toolrl_lib.fast.weight_major_linear)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from toolrl_lib import weight_major_linear as wml
+from toolrl_lib.fast import weight_major_linear as wml
 
 
 @pytest.mark.parametrize("shape", [(8, 576), (80, 64), (2, 3, 64), (1, 1, 64)])

@@ -1,4 +1,4 @@
-"""Skipping zero-advantage GRPO micro-batches (``toolrl_lib.train.zero_advantage``) trains the
+"""Skipping zero-advantage GRPO micro-batches (``toolrl_lib.fast.zero_advantage``) trains the
 adapter TRL's own loss trains, and only applies where the skipped loss is exactly zero."""
 
 from types import SimpleNamespace
@@ -18,7 +18,7 @@ def _trainer(**args):
 @pytest.mark.parametrize(("change", "expected"), [
     ({}, True), ({"beta": 0.04}, False), ({"loss_type": "sapo"}, False), ({"loss_type": "grpo"}, True)])
 def test_the_skip_applies_only_where_the_loss_scales_with_the_advantage(change, expected):
-    from toolrl_lib.train.zero_advantage import applies
+    from toolrl_lib.fast.zero_advantage import applies
 
     assert applies(_trainer(**change)) is expected
     several = _trainer()
@@ -34,7 +34,7 @@ def test_skipping_zero_advantage_steps_trains_the_same_adapter(tmp_path, monkeyp
 
     from tests.test_train_run import tiny_overrides, toy_examples
     from toolrl_lib.data.example import write_jsonl
-    from toolrl_lib.train import zero_advantage
+    from toolrl_lib.fast import zero_advantage
     from toolrl_lib.train.config import load_run_config
     from toolrl_lib.train.run import train
 
@@ -78,7 +78,7 @@ def test_skipping_zero_advantage_steps_trains_the_same_adapter(tmp_path, monkeyp
 
 
 def test_a_skipped_micro_batch_gives_every_parameter_a_zero_gradient():
-    from toolrl_lib.train.zero_advantage import install
+    from toolrl_lib.fast.zero_advantage import install
 
     model, _ = make_tiny_model(seed=1)
     trainer = _trainer()

@@ -6,23 +6,20 @@ already fully rendered strings (chat template applied by the prompt adapter), so
 special tokens are added here.
 
 It is a plain decoding loop over the model's forward pass (HF ``generate``'s sampling rules:
-temperature, then top-k, then top-p), written out because ``generate`` wastes most of a CPU's
-time on work this loop avoids (measured in ``benchmarks/results/workbook_profile.md``):
+temperature, then top-k, then top-p; ``sample_tokens``): each prompt prefilled once for its k
+samples, top-k drawn among the k kept tokens (same distribution as masking the vocabulary),
+rows that finished dropped from the batch. Written out because ``generate`` wastes most of a
+CPU's time on work this loop avoids (``benchmarks/results/workbook_profile.md``).
 
-* each prompt is prefilled once for its k samples (``generate`` prefills every copy); on a
-  CPU alone, without padding, and its keys/values are stored once and read once per token for
-  all k samples (``toolrl_lib.prefix_cache``); elsewhere they are written k times into a cache
-  allocated at its final size, prompts grouped by length so a group pads only to its longest;
-* top-k sampling draws among the k kept tokens, not the whole vocabulary (same distribution);
-* the key/value cache grows in place with spare room (``DynamicCache`` copies the whole
-  cache at every token);
-* rows that finished are dropped from the batch (``generate`` keeps decoding them until the
-  last row stops);
-* on CPU, grouped-query attention runs without first copying the key/value heads
-  (``sdpa_gqa`` in ``toolrl_lib.models``; with a padding mask transformers repeats them);
-* on a non-Intel CPU, a decode step's linear layers read each weight in its stored order,
-  ``W @ x.T`` (``toolrl_lib.weight_major_linear``): 1.4-1.8x faster a step than ``F.linear``
-  on an AMD EPYC, not faster on an Intel Xeon (where it is off).
+Where its keys/values live is the speed layer's business (``toolrl_lib.fast.decode``), chosen
+by one switch in ``decode_group``: ``fast_decode.shared_prefix_applies(model)`` (a CPU model
+with sdpa attention) runs ``decode_shared``, each prompt's keys/values stored once for its k
+samples; everywhere else ``decode_padded`` runs a left-padded batch whose prefill is written k
+times into a cache that grows in place (``GrowingCache``; ``DynamicCache`` copies the whole
+cache at every token). Two more CPU tricks apply around it: grouped-query attention without
+copying the key/value heads (``sdpa_gqa`` in ``toolrl_lib.models``), and, off Intel, decode
+steps whose linear layers read each weight in its stored order
+(``toolrl_lib.fast.weight_major_linear``: 1.4-1.8x faster a step on an AMD EPYC).
 """
 
 from __future__ import annotations
@@ -30,7 +27,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from toolrl_lib.weight_major_linear import weight_major_linear
+from toolrl_lib.fast import decode as fast_decode
+from toolrl_lib.fast.weight_major_linear import weight_major_linear
+from toolrl_lib.models import pad_token_id, stop_token_ids
 
 
 def batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
@@ -44,13 +43,6 @@ def batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 def prompts_per_batch(batch_size: int, num_return_sequences: int) -> int:
     """``batch_size`` counts sequences, so k samples per prompt leave batch_size // k prompts."""
     return max(1, batch_size // max(1, num_return_sequences))
-
-
-def stop_token_ids(tokenizer: Any) -> list[int]:
-    """End-of-turn ids: the tokenizer's eos (ChatML ``<|im_end|>``), never the pad token."""
-    eos = tokenizer.eos_token_id
-    ids = list(eos) if isinstance(eos, (list, tuple)) else [eos]
-    return [i for i in ids if i is not None]
 
 
 def generate(
@@ -83,11 +75,6 @@ def generate(
                        max_new_tokens=max_new_tokens, num_return_sequences=num_return_sequences,
                        batch_size=batch_size, seed=seed, progress=progress)
     return [tokenizer.batch_decode(samples, skip_special_tokens=True) for samples in ids]
-
-
-def pad_token_id(tokenizer: Any) -> int:
-    """The tokenizer's pad id, else its first end-of-turn id (padding is masked either way)."""
-    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stop_token_ids(tokenizer)[0]
 
 
 def generate_ids(
@@ -183,7 +170,7 @@ def decode_group(
     """New token ids for each prompt's k samples (prompt-major), stop token included: the
     distinct prompts prefilled once, then one forward per token over the rows still running."""
     with weight_major_linear():  # CPU decode steps off Intel: W @ x.T (not CUDA, not prefills)
-        if shared_prefix_applies(model):
+        if fast_decode.shared_prefix_applies(model):  # the switch: the CPU speed path
             return decode_shared(model, prompt_ids, k, max_new_tokens, sampler, stops, pad_id)
         return decode_padded(model, prompt_ids, k, max_new_tokens, sampler, stops, pad_id)
 
@@ -193,7 +180,7 @@ def decode_padded(
     stops: list[int], pad_id: int,
 ) -> list[list[int]]:
     """``decode_group`` as one left-padded batch: the prefill written k times into a
-    ``GrowingCache`` (CUDA, and attention implementations other than sdpa)."""
+    ``fast.decode.GrowingCache`` (CUDA, and attention implementations other than sdpa)."""
     import torch
 
     from toolrl_lib.models import inference_attention
@@ -206,7 +193,7 @@ def decode_padded(
         input_ids[row, width - len(ids):] = torch.tensor(ids, dtype=torch.long)
         mask[row, width - len(ids):] = 1
     input_ids, mask = input_ids.to(device), mask.to(device)
-    cache = GrowingCache(repeat=k, room=max_new_tokens)
+    cache = fast_decode.GrowingCache(repeat=k, room=max_new_tokens)
     with inference_attention(model):
         logits = model(input_ids=input_ids, attention_mask=mask,
                        position_ids=(mask.cumsum(-1) - 1).clamp(min=0), past_key_values=cache,
@@ -259,124 +246,14 @@ def sample_tokens(
     return tokens
 
 
-def shared_prefix_applies(model: Any) -> bool:
-    """The shared-prefix decoder runs where it pays and is tested: a CPU model with sdpa
-    attention (on CUDA batched prefill and fused attention kernels win)."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    config = getattr(base, "config", None)
-    return (getattr(config, "_attn_implementation", None) in ("sdpa", "sdpa_gqa")
-            and next(base.parameters()).device.type == "cpu" and hasattr(base, "set_attn_implementation"))
-
-
 def decode_shared(
     model: Any, prompt_ids: list[list[int]], k: int, max_new_tokens: int, sampler: Sampler,
     stops: list[int], pad_id: int,
 ) -> list[list[int]]:
     """``decode_group`` with each prompt prefilled alone (no padding) and its keys/values kept
-    once for its k samples (``toolrl_lib.prefix_cache``)."""
-    import torch
-
-    from toolrl_lib import prefix_cache
-
-    device = next(model.parameters()).device
-    state = prefix_cache.SharedPrefixState([len(ids) for ids in prompt_ids], k, max(1, max_new_tokens), device)
-    cache = prefix_cache.SharedPrefixCache(state)
-    with prefix_cache.attention(model):
-        last = []
-        for index, ids in enumerate(prompt_ids):
-            state.cursor = (index, state.width - len(ids))
-            out = model(input_ids=torch.tensor([ids], device=device),
-                        position_ids=torch.arange(len(ids), device=device)[None], past_key_values=cache,
-                        use_cache=True, logits_to_keep=1)
-            last.append(out.logits[:, -1, :].float())
-        state.cursor = None
-        logits = torch.cat(last).repeat_interleave(k, dim=0)
-        positions = state.lengths.repeat_interleave(k)  # the first new token's position, per row
-
-        def drop(keep: Any) -> None:
-            nonlocal positions
-            prefix_cache.keep_rows(cache, keep)
-            positions = positions[keep]
-
-        def forward(ids: Any, step: int) -> Any:
-            return model(input_ids=ids, position_ids=(positions + step).unsqueeze(-1), past_key_values=cache,
-                         use_cache=True, past_key_values_shared=cache).logits[:, -1, :].float()
-
+    once for its k samples (``toolrl_lib.fast.decode.SharedPrefixCache``)."""
+    with fast_decode.shared_prefix_steps(model, prompt_ids, k, max_new_tokens) as (logits, drop, forward):
         return sample_tokens(logits, max_new_tokens, sampler, stops, pad_id, drop, forward)
-
-
-def _growing_layer_class() -> type:
-    from transformers.cache_utils import DynamicLayer
-
-    class GrowingLayer(DynamicLayer):
-        """A ``DynamicLayer`` whose keys/values are views of one buffer sized for the whole
-        generation, so a new token is an in-place write instead of a copy of the cache.
-
-        The prefill's rows are written ``repeat`` times each (the k samples of a prompt share
-        its prefill), straight into that buffer: no second, repeated copy of the cache exists.
-        ``room`` is the number of tokens still to come; selecting rows (dropping finished
-        samples) copies the kept rows into a smaller buffer with the same room."""
-
-        repeat: int = 1
-        room: int = 64
-
-        def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> Any:
-            if not self.is_initialized:
-                self.lazy_initialization(key_states, value_states)
-                self._kbuf = self._vbuf = None
-            old = self.keys.shape[-2] if self._kbuf is not None else 0
-            new = old + key_states.shape[-2]
-            if self._kbuf is None or self._kbuf.shape[-2] < new:
-                self._allocate(key_states, value_states, old, new)
-            else:
-                self._kbuf[:, :, old:new] = key_states
-                self._vbuf[:, :, old:new] = value_states
-            self.keys, self.values = self._kbuf[:, :, :new], self._vbuf[:, :, :new]
-            if not old and self.repeat > 1:  # the prefill attends over its own (unrepeated) rows
-                return key_states, value_states
-            return self.keys, self.values
-
-        def _allocate(self, key_states: Any, value_states: Any, old: int, new: int) -> None:
-            rows = key_states.shape[0] * (self.repeat if not old else 1)
-            size = new + max(1, self.room)
-            kbuf = key_states.new_empty((rows, key_states.shape[1], size, key_states.shape[-1]))
-            vbuf = value_states.new_empty((rows, value_states.shape[1], size, value_states.shape[-1]))
-            if old:
-                kbuf[:, :, :old], vbuf[:, :, :old] = self.keys, self.values
-                kbuf[:, :, old:new], vbuf[:, :, old:new] = key_states, value_states
-            else:  # the prefill: each row repeated in place, prompt-major like repeat_interleave
-                r = self.repeat
-                kview = kbuf.view(key_states.shape[0], r, *kbuf.shape[1:])
-                vview = vbuf.view(value_states.shape[0], r, *vbuf.shape[1:])
-                for j in range(r):
-                    kview[:, j, :, :new] = key_states
-                    vview[:, j, :, :new] = value_states
-            self._kbuf, self._vbuf = kbuf, vbuf
-
-        def batch_select_indices(self, indices: Any) -> None:
-            if self._kbuf is None:
-                return super().batch_select_indices(indices)
-            used = self.keys.shape[-2]
-            self._kbuf = self._kbuf.index_select(0, indices)
-            self._vbuf = self._vbuf.index_select(0, indices)
-            self.keys, self.values = self._kbuf[:, :, :used], self._vbuf[:, :, :used]
-
-    return GrowingLayer
-
-
-def GrowingCache(repeat: int = 1, room: int = 64) -> Any:  # noqa: N802 (a factory that reads like a class)
-    """A transformers ``Cache`` of ``GrowingLayer``s (created lazily, one per layer): the
-    prefill's rows repeated ``repeat`` times, ``room`` spare token positions per row."""
-    from transformers.cache_utils import Cache
-
-    global _GROWING_LAYER
-    if _GROWING_LAYER is None:
-        _GROWING_LAYER = _growing_layer_class()
-    layer = type("GrowingLayerSized", (_GROWING_LAYER,), {"repeat": repeat, "room": room})
-    return Cache(layer_class_to_replicate=layer)
-
-
-_GROWING_LAYER: type | None = None
 
 
 def _progress(total: int, enabled: bool) -> Any:

@@ -216,6 +216,18 @@ def load_tokenizer(name_or_path: str, padding_side: str = "left") -> Any:
     return tokenizer
 
 
+def stop_token_ids(tokenizer: Any) -> list[int]:
+    """End-of-turn ids: the tokenizer's eos (ChatML ``<|im_end|>``), never the pad token."""
+    eos = tokenizer.eos_token_id
+    ids = list(eos) if isinstance(eos, (list, tuple)) else [eos]
+    return [i for i in ids if i is not None]
+
+
+def pad_token_id(tokenizer: Any) -> int:
+    """The tokenizer's pad id, else its first end-of-turn id (padding is masked either way)."""
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stop_token_ids(tokenizer)[0]
+
+
 def default_device() -> str:
     import torch
 
@@ -253,6 +265,26 @@ def load_model(name_or_path: str, dtype: str = "auto", device: str | None = None
 
 
 GQA_ATTENTION = "sdpa_gqa"
+
+
+def release_memory() -> None:
+    """Give a finished stage's memory back: collect reference cycles, empty the CUDA cache and
+    trim the C heap (``toolrl_lib.fast.memory.trim_c_heap``).
+
+    A notebook kernel runs validation, priming, GRPO and validation again in one process; each
+    stage drops its model, but the trainer's reference cycles keep tensors alive until the cycle
+    collector runs, and glibc keeps freed pages mapped until asked to trim them, so without this
+    the kernel's memory ratchets up stage after stage."""
+    import gc
+    import sys
+
+    from toolrl_lib.fast.memory import trim_c_heap
+
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    trim_c_heap()
 
 
 def gqa_sdpa_attention(

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from toolrl_lib.config import ConfigError, load_yaml
+from toolrl_lib.fast.profiling import stage
 from toolrl_lib.paths import display_path, project_root
-from toolrl_lib.profiling import stage
 
 PROFILES = ("smoke", "full", "colab")
 NOTEBOOK_PATTERN = re.compile(r"^(\d\d)_[A-Za-z0-9_]+\.ipynb$")

@@ -1,4 +1,4 @@
-"""Benchmark: rollouts through LoRA adapters vs through merged weights (``grpo.merged_generation``).
+"""Benchmark: rollouts through LoRA adapters vs through merged weights (``fast.merged_generation``).
 
 The same model generates the same prompts three ways: with its LoRA adapters (what TRL + PEFT
 do by default), with the update merged into a copy of the weights (``lora_merged``, the merge
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from toolrl_lib.train.merged_generation import lora_merged
+    from toolrl_lib.fast.merged_generation import lora_merged
 
     cuda = a.device.startswith("cuda")
     dtype = {"auto": torch.bfloat16 if cuda else torch.float32, "bf16": torch.bfloat16,

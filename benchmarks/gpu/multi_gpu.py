@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from benchmarks.gpu.lanes import Job, run_lanes
-from toolrl_lib.train.gen_timing import decode_summary, read_generation_times, straggler_table
+from toolrl_lib.fast.gen_timing import decode_summary, read_generation_times, straggler_table
 
 # H200 hosts here: NVLink multicast must stay off (see the device notes).
 NCCL_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
@@ -49,7 +49,7 @@ def common_overrides(args: argparse.Namespace) -> list[str]:
         f"validation.num_examples={args.val_examples}", "validation.k=4",
         "validation.max_new_tokens=128", f"validation.batch_size={args.val_examples * 4}",
         "validation.every_steps=0", "logging.progress_bar=false", "logging.tensorboard=false",
-        "logging.generation_times=true",  # per-rank seconds per rollout round: who waits
+        "fast.generation_times=true",  # per-rank seconds per rollout round: who waits
     ]
 
 

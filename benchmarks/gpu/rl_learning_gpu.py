@@ -40,7 +40,7 @@ FAMILY = "hermes"
 
 I18 = ["grpo.loss_type=dapo", "data.oversample_kinds.irrelevance=3", "validation.best_metric=summary",
        "validation.every_steps=25"]
-I18_LORA = ["grpo.merged_generation=true", "grpo.generation_batch_size=512"]
+I18_LORA = ["fast.merged_generation=true", "grpo.generation_batch_size=512"]
 I18_HARD = ["data.oversample_kinds.irrelevance=1", "data.hard_negatives=276"]  # 138 easy + 276 hard = 3 x 138
 # name -> overrides of configs/embedded_gpu.yaml (all start from the same primed model)
 VARIANTS: dict[str, list[str]] = {

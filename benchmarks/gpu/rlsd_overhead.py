@@ -73,10 +73,10 @@ def run_mode(mode: str, a: argparse.Namespace, out_dir: Path) -> dict[str, Any]:
     from transformers import set_seed
     from trl import GRPOConfig, GRPOTrainer
 
+    from toolrl_lib.fast.cpu_logprob import install_cpu_logprob_fallback
     from toolrl_lib.models import make_tiny_model
     from toolrl_lib.train.backend import peft_lora_config
     from toolrl_lib.train.config import LoraSection
-    from toolrl_lib.train.cpu_logprob import install_cpu_logprob_fallback
     from toolrl_lib.train.rlsd import RLSDConfig, RLSDGRPOTrainer
 
     install_cpu_logprob_fallback()

@@ -1,7 +1,7 @@
 """Shared-prefix decode attention: PyTorch's fused CPU flash kernel against the explicit softmax.
 
 Every CPU decode in the workbook (validations, GRPO rollouts, BFCL generation, notebook 06)
-attends over each prompt's keys/values once for its k samples (``toolrl_lib.prefix_cache``).
+attends over each prompt's keys/values once for its k samples (``toolrl_lib.fast.decode``).
 That attention was four tensor products plus an explicit softmax per layer and token (27% of a
 validation's decode in ``torch.profiler``, more than any layer but the linear ones); it is now
 ``attend_with_lse``: the CPU flash kernel, which also returns the log-sum-exp that joins the
@@ -25,7 +25,7 @@ from benchmarks.cpu_floor import cpu_model, generate_settings
 
 
 def run(config_path: str, rounds: int, val_prompts: int | None) -> list[dict[str, Any]]:
-    from toolrl_lib import prefix_cache
+    from toolrl_lib.fast import decode as prefix_cache
     from toolrl_lib.generation import generate
 
     model, tokenizer, seed, settings = generate_settings(config_path, val_prompts)

@@ -1,4 +1,4 @@
-"""The smoke GRPO steps' peak RSS and time at several ``grpo.loss_mmap_threshold`` settings.
+"""The smoke GRPO steps' peak RSS and time at several ``fast.loss_mmap_threshold`` settings.
 
 Each variant is ``toolrl train --config configs/smoke.yaml`` from the same primed model (priming
 and validation off, so only the policy load and the GRPO steps run) in its own process, sampled
@@ -35,7 +35,7 @@ def run_variant(model: str, threshold: int, steps: int, out: Path) -> dict:
     command = [sys.executable, "-m", "toolrl_lib.cli", "train", "--config", str(ROOT / "configs" / "smoke.yaml"),
                "--out", str(out), "--set", f"model.name={model}", "--set", "priming.enabled=false",
                "--set", "validation.enabled=false", "--set", "logging.tensorboard=false",
-               "--set", f"grpo.max_steps={steps}", "--set", f"grpo.loss_mmap_threshold={threshold}"]
+               "--set", f"grpo.max_steps={steps}", "--set", f"fast.loss_mmap_threshold={threshold}"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     start = time.time()
     with open(out.with_suffix(".log"), "w", encoding="utf-8") as log:

@@ -1,10 +1,10 @@
-"""Format priming's peak memory and time at several ``priming.mmap_threshold`` settings (issue 26).
+"""Format priming's peak memory and time at several ``fast.priming_mmap_threshold`` settings (issue 26).
 
 Priming runs one row at a time and the rows differ in length, so glibc's heap keeps freed
 activation blocks of many sizes resident (its mmap threshold moves up to 32 MiB once such a
-block is freed). ``priming.mmap_threshold`` pins the threshold while priming trains, so each
+block is freed). ``fast.priming_mmap_threshold`` pins the threshold while priming trains, so each
 block at least that large is its own mapping, returned when freed
-(``toolrl_lib.memory.set_mmap_threshold``). This script primes the smoke config's model on its
+(``toolrl_lib.fast.memory.set_mmap_threshold``). This script primes the smoke config's model on its
 first rows once per variant, each in a fresh process (alternating), and records the process's
 peak RSS, seconds per row and the losses (which must be identical). A block mapped afresh is
 faulted in anew, so the lower the threshold the slower the row: the smoke profile takes 2 MiB.
@@ -36,7 +36,7 @@ def child(variant: str, config_path: str, steps: int, out_dir: str) -> dict[str,
     from toolrl_lib.train.config import load_run_config
     from toolrl_lib.train.dataset import load_examples
 
-    setting = f"priming.mmap_threshold={VARIANTS[variant]}"
+    setting = f"fast.priming_mmap_threshold={VARIANTS[variant]}"
     # The config's rows in the trainer's own order, cut after ``steps``: the peak is set by the
     # longest row seen, and the smoke priming meets one of its longest in its first 6 steps.
     config = load_run_config(config_path, [f"priming.max_steps={steps}", setting], check=False)

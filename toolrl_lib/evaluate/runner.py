@@ -28,7 +28,7 @@ from toolrl_lib.data.bfcl import (
     load_bfcl_examples,
 )
 from toolrl_lib.evaluate import bfcl_results as results
-from toolrl_lib.profiling import stage
+from toolrl_lib.fast.profiling import stage
 
 
 def parse_categories(spec: str | list[str] | tuple[str, ...] | None) -> list[str]:

@@ -29,6 +29,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from toolrl_lib.fast.profiling import stage
 from toolrl_lib.merge.checks import (
     ADAPTER_WEIGHTS,
     DTYPES,
@@ -62,7 +63,6 @@ from toolrl_lib.merge.report import (
     MergeReport,
     MergeVerificationError,
 )
-from toolrl_lib.profiling import stage
 from toolrl_lib.run_dir import ADAPTER_CONFIG, RUN_INFO, read_run_info, resolve_base, run_base
 
 

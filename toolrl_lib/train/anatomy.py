@@ -410,7 +410,7 @@ def trl_loss(model: Any, tokenizer: Any, step: Step, loss: str, beta: float,
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from toolrl_lib.train.cpu_logprob import install_cpu_logprob_fallback
+    from toolrl_lib.fast.cpu_logprob import install_cpu_logprob_fallback
 
     install_cpu_logprob_fallback()
     s, b = step.settings, step.batch

@@ -93,7 +93,7 @@ def one_gpu_per_process(args: Any) -> Any:
 def ensure_logprob_kernel() -> None:
     """TRL 1.15 computes SFT/GRPO log-probs with a Triton kernel; CPU wheels lack Triton, so
     install the pure-PyTorch stand-in there (a no-op where the kernel exists)."""
-    from toolrl_lib.train.cpu_logprob import install_cpu_logprob_fallback
+    from toolrl_lib.fast.cpu_logprob import install_cpu_logprob_fallback
 
     install_cpu_logprob_fallback()
 

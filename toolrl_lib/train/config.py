@@ -82,10 +82,6 @@ class GRPOSection:
     generation_batch_size: int | None = field(default=None, metadata={"help": "completions per generation round; None = TRL's"})
     num_iterations: int = field(default=1, metadata={"help": "optimisation passes per generation round (mu)"})
     mask_truncated_completions: bool = False
-    merged_generation: bool = field(default=False, metadata={"help": "Roll out with W + sBA in a copy of the adapted weights, adapters off (LoRA only): one matmul per projection while decoding instead of three; +1 weight copy of memory. Applies to TRL's sampler, the library rollouts and multi-turn episodes. Under unsloth the run first checks that its patched layers honour the adapter switch."})
-    rollouts: Literal["trl", "library"] = field(default="trl", metadata={"help": "Who samples the completions: \"trl\" (transformers' generate inside TRL) or \"library\" (toolrl_lib.generation through TRL's rollout_func: one prefill per prompt for its whole group, an in-place cache; faster on CPU; peft backend, plain GRPO losses only)"})
-    shared_prompt: bool = field(default=False, metadata={"help": "Loss forward with each distinct prompt of a micro-batch run once for all its completions (toolrl_lib/train/shared_prompt.py): same log-probs, far less compute when per_device_train_batch_size holds several completions of a prompt; peft backend, not rlsd"})
-    loss_mmap_threshold: int = field(default=0, metadata={"help": "CPU (glibc): while the loss runs forward and back, blocks of at least this many bytes get their own mapping and go back to the OS when freed (toolrl_lib/train/loss_memory.py); 0 = the allocator's default. The smoke profile's 1 MiB: 4 GRPO steps peaked at 3.42 instead of 3.97 GiB for 7% more step time (benchmarks/results/grpo_memory.md)"})
     learning_rate: float = 1e-5
     lr_scheduler_type: str = "constant_with_warmup"
     warmup_steps: int = 0
@@ -108,10 +104,8 @@ class PrimingSection:
     batch_size: int = 8
     gradient_accumulation_steps: int = 1
     max_length: int = field(default=2048, metadata={"help": "prompt + completion tokens"})
-    prompt_gradient: bool = field(default=True, metadata={"help": "false: each row's prompt runs forward only, no backward through it (toolrl_lib/train/prompt_detached.py): the same loss, a truncated gradient. Measured on the smoke priming: 1.7x less CPU time but a worse primed model (binary mean@4 -0.09, 95% CI excludes 0; benchmarks/results/priming_detached.md), so true everywhere"})
     lora_r: int = 16
     lora_alpha: int = 32
-    mmap_threshold: int = field(default=0, metadata={"help": "CPU (glibc): while priming trains, blocks of at least this many bytes get their own mapping and go back to the OS when freed (toolrl_lib.memory.set_mmap_threshold; as grpo.loss_mmap_threshold); 0 = the allocator's default"})
     top_layers: int = field(default=0, metadata={"help": "LoRA on the top N decoder layers only (0: every layer). Nothing below the lowest adapted layer needs a gradient, so the backward stops there: priming's compute falls by up to a third at half the layers (benchmarks/priming_variants.py measures what it does to the primed model)"})
 
 
@@ -161,7 +155,50 @@ class LoggingSection:
     wandb_project: str = "toolrl"
     progress_bar: bool = True
     log_completions: bool = field(default=False, metadata={"help": "TRL's sampled-completion tables"})
-    generation_times: bool = field(default=False, metadata={"help": "generation_times.rank<r>.jsonl per process: seconds per rollout round (multi-GPU waits)"})
+
+
+@dataclass
+class FastSection:
+    """The opt-in speed and memory layer (``toolrl_lib.fast``; what each option changes and where
+    it was measured: that package's docstring). All off = TRL's own loop, nothing hooked."""
+
+    rollouts: Literal["trl", "library"] = field(default="trl", metadata={"help": "Who samples the GRPO completions: \"trl\" (transformers' generate inside TRL) or \"library\" (toolrl_lib.generation through TRL's rollout_func: one prefill per prompt for its whole group, an in-place cache; faster on CPU; peft backend, plain GRPO losses only)"})
+    merged_generation: bool = field(default=False, metadata={"help": "Roll out with W + sBA in a copy of the adapted weights, adapters off (LoRA only): one matmul per projection while decoding instead of three; +1 weight copy of memory. Applies to TRL's sampler, the library rollouts and multi-turn episodes. Under unsloth the run first checks that its patched layers honour the adapter switch."})
+    shared_prompt: bool = field(default=False, metadata={"help": "Loss forward with each distinct prompt of a micro-batch run once for all its completions (toolrl_lib/fast/shared_prompt.py): same log-probs, far less compute when per_device_train_batch_size holds several completions of a prompt; peft backend, not rlsd"})
+    skip_zero_advantage: bool = field(default=True, metadata={"help": "A micro-batch whose completions all have advantage 0 skips the model's forward and backward (toolrl_lib/fast/zero_advantage.py): its loss and gradient are exactly 0 either way"})
+    loss_mmap_threshold: int = field(default=0, metadata={"help": "CPU (glibc): while the loss runs forward and back, blocks of at least this many bytes get their own mapping and go back to the OS when freed (toolrl_lib/fast/loss_memory.py); 0 = the allocator's default. The smoke profile's 1 MiB: 4 GRPO steps peaked at 3.42 instead of 3.97 GiB for 7% more step time (benchmarks/results/grpo_memory.md)"})
+    priming_mmap_threshold: int = field(default=0, metadata={"help": "CPU (glibc): while priming trains, blocks of at least this many bytes get their own mapping and go back to the OS when freed (toolrl_lib.fast.memory.set_mmap_threshold; as loss_mmap_threshold); 0 = the allocator's default"})
+    generation_times: bool = field(default=False, metadata={"help": "generation_times.rank<r>.jsonl per process: seconds per rollout round (multi-GPU waits; toolrl_lib/fast/gen_timing.py)"})
+
+
+# Keys that left their section: a config naming one fails with the new place (or why it went).
+MOVED_KEYS = {
+    "grpo.rollouts": "fast.rollouts",
+    "grpo.merged_generation": "fast.merged_generation",
+    "grpo.shared_prompt": "fast.shared_prompt",
+    "grpo.loss_mmap_threshold": "fast.loss_mmap_threshold",
+    "priming.mmap_threshold": "fast.priming_mmap_threshold",
+    "logging.generation_times": "fast.generation_times",
+}
+REMOVED_KEYS = {
+    "priming.prompt_gradient": "removed: priming without the prompt's gradient was measured worse "
+                               "(benchmarks/results/priming_detached.md); delete the key",
+}
+
+
+def check_moved_keys(data: dict[str, Any]) -> None:
+    """Raise a ConfigError naming the new key for every old speed key in ``data``."""
+    problems = []
+    for old, new in MOVED_KEYS.items():
+        section, key = old.split(".")
+        if isinstance(data.get(section), dict) and key in data[section]:
+            problems.append(f"{old} moved to {new} (the fast: section); rename it")
+    for old, why in REMOVED_KEYS.items():
+        section, key = old.split(".")
+        if isinstance(data.get(section), dict) and key in data[section]:
+            problems.append(f"{old}: {why}")
+    if problems:
+        raise ConfigError("outdated run config keys:\n  - " + "\n  - ".join(problems))
 
 
 @dataclass
@@ -182,6 +219,7 @@ class RunConfig:
     validation: ValidationSection = field(default_factory=ValidationSection)
     checkpoint: CheckpointSection = field(default_factory=CheckpointSection)
     logging: LoggingSection = field(default_factory=LoggingSection)
+    fast: FastSection = field(default_factory=FastSection, metadata={"help": "the opt-in speed and memory layer (toolrl_lib.fast)"})
     rlsd: RLSDConfig = field(default_factory=RLSDConfig)
     multi_turn: MultiTurnSection = field(default_factory=MultiTurnSection, metadata={"help": "episodes in our tool environments instead of single-turn prompts (toolrl_lib.envs)"})
 
@@ -238,6 +276,7 @@ def _violations(c: RunConfig, processes: int) -> list[tuple[str, Any, str]]:
     _filtering_rules(c, rule)
     _validation_rules(c, rule)
     _checkpoint_logging_rules(c, rule)
+    _fast_rules(c, rule)
     return out + multi_turn_violations(c)
 
 
@@ -252,22 +291,11 @@ def _model_rules(c: RunConfig, rule: Rule) -> None:
 
 
 def _lora_rules(c: RunConfig, rule: Rule) -> None:
-    """lora.* and what full fine-tuning or library rollouts exclude."""
-    g, lora = c.grpo, c.lora
+    """lora.* and what full fine-tuning excludes."""
+    lora = c.lora
     rule(lora.enabled or c.backend != "unsloth", "lora.enabled", lora.enabled,
          "full fine-tuning (false) needs backend 'peft' (or auto); the unsloth backend trains "
          "LoRA adapters only")
-    rule(not g.merged_generation or lora.enabled, "grpo.merged_generation", g.merged_generation,
-         "merges LoRA adapters for rollouts: needs lora.enabled (full fine-tuning has no adapters)")
-    rule(g.rollouts in ("trl", "library"), "grpo.rollouts", g.rollouts, "must be 'trl' or 'library'")
-    rule(g.rollouts == "trl" or (c.backend != "unsloth" and g.loss_type != "rlsd"
-                                  and not c.logging.generation_times),
-         "grpo.rollouts", g.rollouts, "'library' samples through TRL's rollout_func: it needs the "
-         "peft backend (not unsloth), a loss other than rlsd and logging.generation_times off "
-         "(that wraps TRL's own sampler)")
-    rule(not g.shared_prompt or (c.backend != "unsloth" and g.loss_type != "rlsd"),
-         "grpo.shared_prompt", g.shared_prompt, "runs the model's own forward on shared keys/values: "
-         "needs the peft backend (not unsloth) and a loss other than rlsd")
     rule(1 <= lora.r <= LORA_MAX_RANK, "lora.r", lora.r, f"LoRA rank must be in [1, {LORA_MAX_RANK}]")
     rule(lora.alpha > 0, "lora.alpha", lora.alpha, "must be > 0")
     rule(0.0 <= lora.dropout < 1.0, "lora.dropout", lora.dropout, "must be in [0, 1)")
@@ -311,8 +339,6 @@ def _grpo_rules(c: RunConfig, rule: Rule, processes: int) -> None:
     rule(g.loss_type in LOSS_TYPES, "grpo.loss_type", g.loss_type, f"unknown loss type; use {list(LOSS_TYPES)}")
     rule(g.num_generations >= 2, "grpo.num_generations", g.num_generations,
          "must be >= 2 (with one completion per prompt the group-relative advantage is always 0)")
-    rule(g.loss_mmap_threshold >= 0, "grpo.loss_mmap_threshold", g.loss_mmap_threshold,
-         "must be >= 0 bytes (0: the allocator's default)")
     gen_batch = generation_batch_size(g, processes)
     if g.num_generations >= 1:
         rule(gen_batch % g.num_generations == 0, "grpo.generation_batch_size", gen_batch,
@@ -355,8 +381,6 @@ def _priming_rules(c: RunConfig, rule: Rule) -> None:
         rule(p.learning_rate > 0, "priming.learning_rate", p.learning_rate, "must be > 0")
         rule(1 <= p.lora_r <= LORA_MAX_RANK, "priming.lora_r", p.lora_r,
              f"LoRA rank must be in [1, {LORA_MAX_RANK}]")
-        rule(p.mmap_threshold >= 0, "priming.mmap_threshold", p.mmap_threshold,
-             "must be >= 0 bytes (0: the allocator's default)")
         rule(p.top_layers >= 0, "priming.top_layers", p.top_layers, "must be >= 0 (0: every layer)")
 
 
@@ -397,6 +421,25 @@ def _checkpoint_logging_rules(c: RunConfig, rule: Rule) -> None:
     rule(c.checkpoint.save_total_limit is None or c.checkpoint.save_total_limit >= 1,
          "checkpoint.save_total_limit", c.checkpoint.save_total_limit, "must be >= 1 or null")
     rule(c.logging.logging_steps >= 1, "logging.logging_steps", c.logging.logging_steps, "must be >= 1")
+
+
+def _fast_rules(c: RunConfig, rule: Rule) -> None:
+    """fast.*: every speed option's preconditions, in one place."""
+    f, g = c.fast, c.grpo
+    rule(not f.merged_generation or c.lora.enabled, "fast.merged_generation", f.merged_generation,
+         "merges LoRA adapters for rollouts: needs lora.enabled (full fine-tuning has no adapters)")
+    rule(f.rollouts in ("trl", "library"), "fast.rollouts", f.rollouts, "must be 'trl' or 'library'")
+    rule(f.rollouts == "trl" or (c.backend != "unsloth" and g.loss_type != "rlsd" and not f.generation_times),
+         "fast.rollouts", f.rollouts, "'library' samples through TRL's rollout_func: it needs the "
+         "peft backend (not unsloth), a loss other than rlsd and fast.generation_times off "
+         "(that wraps TRL's own sampler)")
+    rule(not f.shared_prompt or (c.backend != "unsloth" and g.loss_type != "rlsd"),
+         "fast.shared_prompt", f.shared_prompt, "runs the model's own forward on shared keys/values: "
+         "needs the peft backend (not unsloth) and a loss other than rlsd")
+    rule(f.loss_mmap_threshold >= 0, "fast.loss_mmap_threshold", f.loss_mmap_threshold,
+         "must be >= 0 bytes (0: the allocator's default)")
+    rule(f.priming_mmap_threshold >= 0, "fast.priming_mmap_threshold", f.priming_mmap_threshold,
+         "must be >= 0 bytes (0: the allocator's default)")
 
 
 def _families() -> tuple[str, ...]:
@@ -448,6 +491,7 @@ def load_run_config(
     data = load_yaml(path) if path is not None else {}
     data = apply_overrides(data, overrides or [])
     try:
+        check_moved_keys(data)
         config = from_dict(RunConfig, data)
     except ConfigError as error:
         raise ConfigError(f"{path or 'run config'}: {error}") from error
@@ -455,6 +499,7 @@ def load_run_config(
 
 
 def run_config_from_dict(data: dict[str, Any], *, check: bool = True) -> RunConfig:
+    check_moved_keys(data)
     config = from_dict(RunConfig, data)
     return validate(config) if check else config
 

@@ -191,7 +191,7 @@ def restore_optimizer_on_cpu(trainer: Any) -> None:
     cannot restore to ("don't know how to restore data location ... cpu:0"). While the trainer
     loads its optimizer and scheduler, such a location is read as plain ``"cpu"``. GPUs (``cuda:N``)
     and single-process runs are left alone."""
-    from toolrl_lib.train.trl_compat import hook, torch_load_on_plain_cpu
+    from toolrl_lib.fast.trl_compat import hook, torch_load_on_plain_cpu
 
     def load(call: Any, checkpoint: Any) -> Any:
         if checkpoint is None or trainer.args.world_size <= 1 or trainer.args.device.type != "cpu":

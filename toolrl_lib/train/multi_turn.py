@@ -152,13 +152,12 @@ def _episode_trainer(config: RunConfig, family: str, model: Any, tokenizer: Any,
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental
     dataset = Dataset.from_list([{"prompt": task_key(t), "task_id": t.id} for t in tasks])
     rollout_func = make_rollout_func(family, episode_settings(config), sampling_settings(config),
-                                     merge_lora=config.grpo.merged_generation)
+                                     merge_lora=config.fast.merged_generation)
     trainer = build_trainer(config, paths, device, model, tokenizer, dataset, reward_funcs,
                             trainer_callbacks(config, paths, checkpoint, extra_callbacks),
                             rollout_func=rollout_func)
-    # MERGE-FAST begin (speed hooks on the built trainer)
-    from toolrl_lib.train.zero_advantage import install as skip_zero_advantage_batches
+    from toolrl_lib import fast
 
-    skip_zero_advantage_batches(trainer)
-    # MERGE-FAST end
+    for change in fast.install(trainer, config, device=device, multi_turn=True):
+        print(f"fast: {change}")
     return trainer

@@ -22,12 +22,9 @@ def make_rollout_func(family: str, settings: EpisodeSettings, sampling: Sampling
                       on_rollouts: Callable[[list[Episode]], None] | None = None,
                       merge_lora: bool = False) -> Callable[..., dict]:
     """TRL's ``rollout_func`` over our environments (prompts are ``task_key`` strings);
-    ``merge_lora``: sample through ``W + sBA`` (``grpo.merged_generation``)."""
+    ``merge_lora``: sample through ``W + sBA`` (``fast.merged_generation``)."""
+    from toolrl_lib.fast.merged_generation import merged_if
     from toolrl_lib.prompts import get_adapter
-
-    # MERGE-FAST begin (merged-LoRA sampling)
-    from toolrl_lib.train.merged_generation import merged_if
-    # MERGE-FAST end
 
     adapter = get_adapter(family)
     cache: dict[str, Task] = {}

@@ -18,7 +18,8 @@ from typing import Any
 
 from toolrl_lib.atomic import staged_dir
 from toolrl_lib.data.example import Example
-from toolrl_lib.memory import mapped_blocks, release_memory
+from toolrl_lib.fast.memory import mapped_blocks
+from toolrl_lib.models import release_memory
 from toolrl_lib.train.config import RunConfig
 
 PRIMING_MARKER = "priming.json"
@@ -49,7 +50,6 @@ def prime(
         top_layers,
     )
     from toolrl_lib.train.dataset import BuildReport, priming_rows, shortest_examples, to_dataset
-    from toolrl_lib.train.prompt_detached import detached_prompt_trainer_class
 
     p = config.priming
     out_dir = Path(out_dir)
@@ -83,10 +83,9 @@ def prime(
     # Wrap here and keep the reference: Unsloth's patched SFTTrainer exposes the unwrapped model.
     peft_model = get_peft_model(model, peft_lora_config(config.lora, r=p.lora_r, alpha=p.lora_alpha,
                                                         layers=top_layers(model, p.top_layers)))
-    trainer_class = SFTTrainer if p.prompt_gradient else detached_prompt_trainer_class()
-    trainer = trainer_class(model=peft_model, args=args, train_dataset=dataset, processing_class=tokenizer)
+    trainer = SFTTrainer(model=peft_model, args=args, train_dataset=dataset, processing_class=tokenizer)
     start = time.perf_counter()
-    with mapped_blocks(p.mmap_threshold if device == "cpu" else 0):  # a lower peak RSS (see memory.py)
+    with mapped_blocks(config.fast.priming_mmap_threshold if device == "cpu" else 0):  # a lower peak RSS (fast/memory.py)
         result = trainer.train()
     merged = peft_model.merge_and_unload()
     with staged_dir(out_dir) as staging:  # the marker is written last: no marker, no primed model
@@ -98,7 +97,7 @@ def prime(
             "base_model": base_path, "family": family, "steps": trainer.state.global_step,
             "examples": report.to_dict(), "tokens": report.tokens,
             "train_loss": result.training_loss, "losses": losses,
-            "prompt_gradient": p.prompt_gradient, "top_layers": p.top_layers,
+            "top_layers": p.top_layers,
             "seconds": round(time.perf_counter() - start, 1),
         }
         (staging / PRIMING_MARKER).write_text(json.dumps(info, indent=2), encoding="utf-8")

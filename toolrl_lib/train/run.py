@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from toolrl_lib import atomic
-from toolrl_lib.memory import release_memory
-from toolrl_lib.profiling import stage
+from toolrl_lib import atomic, fast
+from toolrl_lib.fast.profiling import stage
+from toolrl_lib.models import release_memory
 from toolrl_lib.run_dir import (
     RunDir,
     RunInfo,
@@ -85,9 +85,7 @@ def train(
     distributed.check_supported(config, dist)
     # imports unsloth before trl
     backend = resolve_backend(config.backend, device, dist.world_size, config.lora.enabled)
-    if backend == "unsloth" and config.grpo.rollouts == "library":
-        raise ValueError("grpo.rollouts: library needs the peft backend (backend 'auto' chose "
-                         "unsloth here); set backend: peft or grpo.rollouts: trl")
+    fast.check_backend(config, backend)
     checkpoint = prepare_run_dir(paths, resume, dist.barrier)
     if dist.main:
         save_run_config(config, paths.config)
@@ -171,54 +169,23 @@ def _train(
         r = config.reward
         reward_funcs = make_reward_funcs(r.scheme, family, r.weights,
                                          Shaping(r.spurious_call, r.abstention, r.args_sharp, r.strict_format))
-    # MERGE-FAST begin (who samples: the library's decoding loop instead of TRL's generate)
-    rollout_func = None
-    if config.grpo.rollouts == "library":
-        from toolrl_lib.train.rollouts import library_rollout
-
-        rollout_func = library_rollout(merge_lora=config.grpo.merged_generation)
-    # MERGE-FAST end
+    rollout_func = fast.rollout_func(config)  # None: TRL's own generate samples
     trainer = build_trainer(config, paths, device, model, tokenizer, dataset, reward_funcs,
                             all_callbacks, dist.world_size, rollout_func)
-    # MERGE-FAST begin (speed and memory hooks on the built trainer)
-    merged_check = None
-    if config.grpo.merged_generation and config.grpo.rollouts == "trl":  # library rollouts merge themselves
-        from toolrl_lib.train.merged_generation import (
-            generate_with_merged_lora,
-            require_merged_path,
-        )
-
-        if backend == "unsloth":  # its patched LoRA layers: check the merged path, do not trust it
-            merged_check = require_merged_path(trainer.accelerator.unwrap_model(trainer.model), tokenizer)
-            say(f"merged rollouts under unsloth checked: {merged_check}")
-        generate_with_merged_lora(trainer)
-    if config.grpo.shared_prompt:
-        from toolrl_lib.train.shared_prompt import install as install_shared_prompt
-
-        install_shared_prompt(trainer)
-    from toolrl_lib.train.zero_advantage import install as skip_zero_advantage_batches
-
-    skip_zero_advantage_batches(trainer)
-    mapped_loss = False
-    if config.grpo.loss_mmap_threshold and device == "cpu":  # a lower peak RSS for a little time
-        from toolrl_lib.train import loss_memory
-
-        mapped_loss = loss_memory.install(trainer, config.grpo.loss_mmap_threshold)
+    changes = fast.install(trainer, config, device=device, backend=backend, tokenizer=tokenizer,
+                           run_root=paths.root, rank=dist.rank)
+    for change in changes:
+        say(f"fast: {change}")
     if dist.world_size > 1:
         from toolrl_lib.train.distributed import restore_optimizer_on_cpu
 
         restore_optimizer_on_cpu(trainer)
-    if config.logging.generation_times:  # every rank writes its own file
-        from toolrl_lib.train.gen_timing import record_generation_times, timing_file
-
-        record_generation_times(trainer, timing_file(paths.root, dist.rank), dist.rank)
-    # MERGE-FAST end
     g = config.grpo
     processes = trainer.accelerator.num_processes
     global_batch = g.per_device_train_batch_size * processes * g.gradient_accumulation_steps
     if dist.main:
         update_run_info(paths.root, processes=processes, engine=dist.engine,
-                        global_batch=global_batch, merged_check=merged_check)
+                        global_batch=global_batch, merged_check=changes.merged_check)
     say(f"GRPO ({g.loss_type}, backend {backend}, {'LoRA' if config.lora.enabled else 'full FT'}, "
         f"{device}): {len(dataset)} prompts; {processes} process(es) ({dist.engine}), global batch "
         f"{global_batch} completions/step = {g.per_device_train_batch_size} per device x "
@@ -230,10 +197,7 @@ def _train(
     step = trainer.state.global_step
     del trainer, model
     release_memory()
-    # MERGE-FAST begin (undo the loss hook's allocator setting)
-    if mapped_loss:
-        loss_memory.reset()
-    # MERGE-FAST end
+    fast.undo(changes)
     leave_zero3_loading()
     if dist.main:
         if v.enabled:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from toolrl_lib.memory import release_memory
+from toolrl_lib.models import release_memory
 from toolrl_lib.train.config import RunConfig
 
 

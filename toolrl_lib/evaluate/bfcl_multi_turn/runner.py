@@ -292,7 +292,7 @@ def generate_multi_turn_pending(
 
 
 def _prefix_cache(loaded: Any, settings: MultiTurnSettings) -> Any:
-    """A ``PrefixCache`` over the loaded transformers model when ``settings`` asks for one
+    """A ``TranscriptCache`` over the loaded transformers model when ``settings`` asks for one
     (None: when the model runs on a CPU), else None (batched ``complete``)."""
     model = getattr(loaded, "model", None)
     wanted = settings.prefix_cache
@@ -302,9 +302,9 @@ def _prefix_cache(loaded: Any, settings: MultiTurnSettings) -> Any:
         return None
     if model is None:
         raise ValueError("prefix_cache=True needs the hf backend (a transformers model)")
-    from toolrl_lib.evaluate.multi_turn_decode import PrefixCache
+    from toolrl_lib.fast.decode import TranscriptCache
 
-    return PrefixCache(model, loaded.tokenizer, settings.max_new_tokens)
+    return TranscriptCache(model, loaded.tokenizer, settings.max_new_tokens)
 
 
 def _slot_engine(loaded: Any, settings: MultiTurnSettings, todo: int) -> Any:
@@ -317,7 +317,7 @@ def _slot_engine(loaded: Any, settings: MultiTurnSettings, todo: int) -> Any:
                   and next(model.parameters()).device.type != "cpu")  # fmt: skip
     if not wanted:
         return None
-    from toolrl_lib.evaluate.multi_turn_slots import SlotEngine, supports_slots
+    from toolrl_lib.fast.slots import SlotEngine, supports_slots
 
     if model is None or not supports_slots(model):
         if settings.slots:
@@ -336,7 +336,7 @@ def fitting_slots(model: Any, capacity: int, share: float = 0.5) -> int:
     device = next(model.parameters()).device
     if device.type != "cuda":
         return 64
-    from toolrl_lib.evaluate.multi_turn_slots import slot_bytes
+    from toolrl_lib.fast.slots import slot_bytes
 
     free, _ = torch.cuda.mem_get_info(device)
     return int(share * free // slot_bytes(model, capacity))

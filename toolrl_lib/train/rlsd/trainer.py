@@ -27,8 +27,8 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from trl import GRPOTrainer
 from trl.models.utils import disable_gradient_checkpointing
 
-from toolrl_lib.train import trl_compat
-from toolrl_lib.train.cpu_logprob import install_cpu_logprob_fallback
+from toolrl_lib.fast import trl_compat
+from toolrl_lib.fast.cpu_logprob import install_cpu_logprob_fallback
 from toolrl_lib.train.rlsd.config import RLSDConfig, effective_lambda
 from toolrl_lib.train.rlsd.context import PrivilegedPrompter
 from toolrl_lib.train.rlsd.teacher import make_teacher

@@ -1,4 +1,4 @@
-"""``grpo.rollouts: library``: TRL's rollout contract, sampled by toolrl_lib.generation."""
+"""``fast.rollouts: library``: TRL's rollout contract, sampled by toolrl_lib.generation."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from toolrl_lib.train.rollouts import distinct_runs, library_rollout, unsupported_settings
+from toolrl_lib.fast.library_rollouts import distinct_runs, library_rollout, unsupported_settings
 
 
 def fake_trainer(model, tokenizer, **args):
@@ -71,8 +71,8 @@ def test_distinct_runs_and_refused_settings():
 def test_config_refuses_library_rollouts_with_what_wraps_trls_sampler():
     from toolrl_lib.train.config import load_run_config
 
-    with pytest.raises(ValueError, match="grpo.rollouts"):
-        load_run_config(None, ["model.name=x", "data.train_files=[a.jsonl]", "grpo.rollouts=library",
+    with pytest.raises(ValueError, match="fast.rollouts"):
+        load_run_config(None, ["model.name=x", "data.train_files=[a.jsonl]", "fast.rollouts=library",
                                "grpo.loss_type=rlsd"])
 
 
@@ -91,7 +91,7 @@ def test_grpo_trains_with_library_rollouts(tmp_path):
     make_tiny_model(tmp_path / "model")
     write_jsonl(toy_examples(16), tmp_path / "train.jsonl")
     write_jsonl(toy_examples(4, offset=100), tmp_path / "val.jsonl")
-    config = load_run_config(None, tiny_overrides(tmp_path, **{"grpo.rollouts": "library",
+    config = load_run_config(None, tiny_overrides(tmp_path, **{"fast.rollouts": "library",
                                                               "validation.enabled": "false"}))
     run = train(config, tmp_path / "run", reward_funcs=[length_reward])
     metrics = pd.read_csv(run / "metrics.csv")
@@ -103,14 +103,14 @@ def test_grpo_trains_with_library_rollouts(tmp_path):
 
 @pytest.mark.slow
 def test_library_rollouts_with_merged_lora_sample_what_the_lora_path_samples(tmp_path):
-    """grpo.merged_generation with library rollouts: the rollout runs through W + sBA (adapters
+    """fast.merged_generation with library rollouts: the rollout runs through W + sBA (adapters
     off), and in fp32 samples the same tokens as the LoRA path after a step has moved the adapter."""
     import pandas as pd
 
     from tests.test_train_run import length_reward, tiny_overrides, toy_examples
     from toolrl_lib.data.example import write_jsonl
+    from toolrl_lib.fast import merged_generation
     from toolrl_lib.models import make_tiny_model
-    from toolrl_lib.train import merged_generation
     from toolrl_lib.train.config import load_run_config
     from toolrl_lib.train.run import train
 
@@ -130,7 +130,7 @@ def test_library_rollouts_with_merged_lora_sample_what_the_lora_path_samples(tmp
             merged_generation.lora_merged = counting
         try:
             config = load_run_config(None, tiny_overrides(tmp_path, **{
-                "grpo.rollouts": "library", "validation.enabled": "false", "grpo.merged_generation": merged}))
+                "fast.rollouts": "library", "validation.enabled": "false", "fast.merged_generation": merged}))
             run = train(config, tmp_path / f"run-{merged}", reward_funcs=[length_reward])
         finally:
             merged_generation.lora_merged = real

@@ -7,8 +7,8 @@ of the batch, the prompt's token ids as TRL itself tokenizes them and the new to
 and including the first end-of-turn id, at most ``max_completion_length`` — sampled by
 ``toolrl_lib.generation`` with TRL's settings (temperature, top-p, top-k; 0 = off, as in TRL).
 
-Selected by ``grpo.rollouts: library`` (the smoke profile); ``trl`` keeps TRL's own sampler,
-which is what the GPU profiles (vLLM, Unsloth) need. ``grpo.merged_generation`` applies to both.
+Selected by ``fast.rollouts: library`` (the smoke profile); ``trl`` keeps TRL's own sampler,
+which is what the GPU profiles (vLLM, Unsloth) need. ``fast.merged_generation`` applies to both.
 """
 
 from __future__ import annotations
@@ -53,21 +53,21 @@ def library_rollout(batch_size: int | None = None, merge_lora: bool = False) -> 
     """A ``rollout_func`` for ``GRPOTrainer``: TRL's single-turn rollout, sampled by our loop.
 
     ``batch_size`` (sequences decoded together) defaults to the whole generation batch;
-    ``merge_lora`` samples through ``W + sBA`` (``grpo.merged_generation``; TRL's loss still
+    ``merge_lora`` samples through ``W + sBA`` (``fast.merged_generation``; TRL's loss still
     recomputes the log-probs through the LoRA layers)."""
 
     def rollout(prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        from toolrl_lib.fast.merged_generation import merged_if
         from toolrl_lib.generation import Sampler, generate_ids
-        from toolrl_lib.train.merged_generation import merged_if
 
         if not all(isinstance(p, str) for p in prompts):
-            raise ValueError("grpo.rollouts=library takes rendered string prompts (the library's "
-                             "GRPO dataset); conversational prompts need grpo.rollouts=trl")
+            raise ValueError("fast.rollouts=library takes rendered string prompts (the library's "
+                             "GRPO dataset); conversational prompts need fast.rollouts=trl")
         args = trainer.args
         problems = unsupported_settings(args)
         if problems:
-            raise ValueError(f"grpo.rollouts=library does not implement {', '.join(problems)}; "
-                             "use grpo.rollouts=trl")
+            raise ValueError(f"fast.rollouts=library does not implement {', '.join(problems)}; "
+                             "use fast.rollouts=trl")
         runs = distinct_runs(prompts)
         tokenizer = trainer.processing_class
         prompt_ids = tokenizer(text=[p for p, _ in runs])["input_ids"]  # as TRL tokenizes them

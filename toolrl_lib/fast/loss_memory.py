@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolrl_lib.memory import GLIBC_MAX_MMAP_THRESHOLD, set_mmap_threshold
-from toolrl_lib.train import trl_compat
+from toolrl_lib.fast import trl_compat
+from toolrl_lib.fast.memory import GLIBC_MAX_MMAP_THRESHOLD, set_mmap_threshold
 
 ROLLOUT_PHASE = "_generate_and_score_completions"
 

@@ -11,7 +11,7 @@ shared keys/values. Same log-probs and entropies as TRL's loop (float rounding o
 against it in ``tests/test_shared_prompt.py``), through the model's own fused LM head.
 
 Installed by ``install`` with ``trl_compat.hook`` on ``_get_per_token_logps_and_entropies``
-when the policy is on a CPU (``grpo.shared_prompt``, on in the smoke profile); anything it does
+when the policy is on a CPU (``fast.shared_prompt``, on in the smoke profile); anything it does
 not handle (multimodal inputs, MoE aux loss, rows without a shared prompt) goes to TRL's own.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolrl_lib.train import trl_compat
+from toolrl_lib.fast import trl_compat
 
 _TRL_ONLY = ("pixel_values", "image_grid_thw", "num_images", "pixel_attention_mask", "spatial_shapes",
              "num_tiles", "image_sizes", "token_type_ids", "mm_token_type_ids", "image_position_ids")

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from toolrl_lib.evaluate.multi_turn_decode import PrefixCache, cache_bytes, common_prefix
+from toolrl_lib.fast.decode import TranscriptCache, cache_bytes, common_prefix
 from toolrl_lib.generation import generate
 from toolrl_lib.models import make_tiny_model
 
@@ -30,7 +30,7 @@ def test_common_prefix():
 
 def test_steps_match_generate_and_reuse_the_conversation(lively):
     model, tokenizer = lively
-    cached = PrefixCache(model, tokenizer, max_new_tokens=8)
+    cached = TranscriptCache(model, tokenizer, max_new_tokens=8)
     conversation, replies = START, set()
     for step in range(3):
         reply = cached.complete_one("episode", conversation)
@@ -46,7 +46,7 @@ def test_steps_match_generate_and_reuse_the_conversation(lively):
 
 def test_caches_are_dropped_beyond_the_memory_budget(lively):
     model, tokenizer = lively
-    cached = PrefixCache(model, tokenizer, max_new_tokens=2, max_cache_bytes=1)
+    cached = TranscriptCache(model, tokenizer, max_new_tokens=2, max_cache_bytes=1)
     cached.complete({"a": START, "b": START + "x"})
     assert list(cached.entries) == ["b"] and cache_bytes(cached.entries["b"][1]) > 0
     cached.drop("b")

@@ -1,6 +1,6 @@
 """Batched greedy multi-turn decoding with every episode's key/value cache kept on the device.
 
-The GPU counterpart of ``multi_turn_decode.PrefixCache``. On an H200 the batched ``generate``
+The GPU counterpart of ``toolrl_lib.fast.decode.TranscriptCache``. On an H200 the batched ``generate``
 over whole transcripts cost ~5-7 s per entry: every step re-prefilled ~6-8k tokens per episode
 (mostly function docs), and transformers' SDPA path copies each key/value head for its group
 of query heads at every decoded token. Here:
@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from toolrl_lib.evaluate.multi_turn_decode import common_prefix
+from toolrl_lib.fast.decode import common_prefix
 from toolrl_lib.generation import pad_token_id, stop_token_ids
 
 ATTENTION = "toolrl_slots"

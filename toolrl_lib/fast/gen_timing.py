@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from toolrl_lib.train.trl_compat import completion_ids_of, generation_method, hook
+from toolrl_lib.fast.trl_compat import completion_ids_of, generation_method, hook
 
 
 def timing_file(run_dir: str | Path, rank: int) -> Path:

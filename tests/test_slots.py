@@ -4,7 +4,7 @@ pre-filling only what is new, and keeps each episode's cache apart from the othe
 import pytest
 import torch
 
-from toolrl_lib.evaluate.multi_turn_slots import SlotEngine, supports_slots
+from toolrl_lib.fast.slots import SlotEngine, supports_slots
 from toolrl_lib.generation import generate
 from toolrl_lib.models import make_tiny_model
 
@@ -71,7 +71,7 @@ def test_multi_turn_slots_subsets_departures_and_freed_slots(lively):
 
 
 def test_multi_turn_slot_bytes(lively):
-    from toolrl_lib.evaluate.multi_turn_slots import slot_bytes
+    from toolrl_lib.fast.slots import slot_bytes
 
     model, _ = lively  # 2 layers x 2 kv heads x head dim 8, float32: keys and values
     assert slot_bytes(model, 64) == 2 * 2 * 2 * 8 * 64 * 4

@@ -62,7 +62,7 @@ def require_trl(trainer_class: Any = None) -> None:
         import trl
 
         raise RuntimeError(f"TRL {trl.__version__} differs from what toolrl_lib was tested with: "
-                           + "; ".join(problems) + " (update toolrl_lib/train/trl_compat.py)")
+                           + "; ".join(problems) + " (update toolrl_lib/fast/trl_compat.py)")
 
 
 def hook(trainer: Any, name: str, wrapper: Callable[..., Any]) -> str:
@@ -70,7 +70,7 @@ def hook(trainer: Any, name: str, wrapper: Callable[..., Any]) -> str:
     method as installed so far (TRL's, or an earlier hook) and decides how to call it."""
     inner = getattr(trainer, name, None)
     if inner is None or not callable(inner):
-        raise RuntimeError(f"{type(trainer).__name__} has no {name}: update toolrl_lib/train/trl_compat.py")
+        raise RuntimeError(f"{type(trainer).__name__} has no {name}: update toolrl_lib/fast/trl_compat.py")
 
     @functools.wraps(inner)
     def hooked(*args: Any, **kwargs: Any) -> Any:
@@ -90,7 +90,7 @@ def generation_method(trainer: Any) -> tuple[str, Any]:
         if method is not None:
             return name, method
     raise RuntimeError(f"this TRL's GRPOTrainer has none of {ROLLOUT_METHODS}: TRL renamed its "
-                       "rollout method; update toolrl_lib/train/trl_compat.py")
+                       "rollout method; update toolrl_lib/fast/trl_compat.py")
 
 
 def hook_rollout(trainer: Any, wrapper: Callable[..., Any]) -> str:

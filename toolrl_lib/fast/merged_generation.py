@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from toolrl_lib.train.trl_compat import hook_rollout
+from toolrl_lib.fast.trl_compat import hook_rollout
 
 
 def _lora_layers(model: Any) -> list[Any]:
@@ -46,7 +46,7 @@ def lora_merged(model: Any) -> Iterator[Any]:
                     raise ValueError(
                         f"lora_merged supports unmerged LoRA on torch.nn.Linear only, got "
                         f"{type(base).__name__} (merged={layer.merged}): set "
-                        f"grpo.merged_generation=false for this model")
+                        f"fast.merged_generation=false for this model")
                 active = [name for name in layer.active_adapters if name in layer.lora_A]
                 if not active:
                     continue
@@ -153,6 +153,6 @@ def require_merged_path(model: Any, tokenizer: Any) -> dict[str, Any]:
                     return_tensors="pt")["input_ids"]
     check = merged_path_check(model, ids.to(model.device))
     if not check["ok"]:
-        raise RuntimeError(f"grpo.merged_generation: merged rollouts do not compute the LoRA path on "
-                           f"this model: {check}; set grpo.merged_generation=false")
+        raise RuntimeError(f"fast.merged_generation: merged rollouts do not compute the LoRA path on "
+                           f"this model: {check}; set fast.merged_generation=false")
     return check

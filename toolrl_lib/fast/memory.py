@@ -1,10 +1,11 @@
-"""Give a finished stage's memory back to the operating system.
+"""Allocator settings (glibc): hand freed heap pages back, map large blocks on their own.
 
-A notebook kernel runs validation, priming, GRPO and validation again in one process. Each
-stage drops its model, but the trainer's reference cycles (callbacks, accelerator) keep the
-tensors alive until Python's cycle collector runs, and glibc keeps freed heap pages mapped
-until asked to trim them, so the kernel's RSS ratchets up stage after stage. ``release_memory``
-does both, plus the CUDA cache where there is one.
+glibc keeps freed heap pages mapped until asked to trim them (``trim_c_heap``, which
+``toolrl_lib.models.release_memory`` calls after each stage), and leaves holes in the heap
+where large blocks were freed; ``set_mmap_threshold`` / ``mapped_blocks`` give blocks above a
+size their own mapping, returned to the OS when freed: a lower peak for some speed
+(``benchmarks/results/grpo_memory.md``; the ``fast.loss_mmap_threshold`` and
+``fast.priming_mmap_threshold`` options). Everything here is a no-op off glibc.
 """
 
 from __future__ import annotations
@@ -12,22 +13,12 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
-import gc
 import sys
 from collections.abc import Iterator
 from typing import Any
 
 M_MMAP_THRESHOLD = -3  # mallopt parameter (malloc.h)
 GLIBC_MAX_MMAP_THRESHOLD = 32 * 2**20  # the ceiling glibc's own sliding threshold reaches (64-bit)
-
-
-def release_memory() -> None:
-    """Collect reference cycles, empty the CUDA cache and trim the C heap (glibc only)."""
-    gc.collect()
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available():
-        torch.cuda.empty_cache()
-    trim_c_heap()
 
 
 def trim_c_heap() -> bool:

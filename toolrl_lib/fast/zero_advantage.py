@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from toolrl_lib.train import trl_compat
+from toolrl_lib.fast import trl_compat
 
 SKIPPABLE = ("grpo", "bnpo", "dr_grpo", "dapo")  # per-token loss = -min(r A, clip(r) A) (+ beta KL)
 # TRL's clip counters for these losses: each counts tokens clipped with A < 0 or A > 0

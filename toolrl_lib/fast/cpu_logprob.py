@@ -51,14 +51,14 @@ class TorchChunkedLogProb:
 
 
 def triton_kernel_available() -> bool:
-    from toolrl_lib.train.trl_compat import chunked_logprob_kernel
+    from toolrl_lib.fast.trl_compat import chunked_logprob_kernel
 
     return chunked_logprob_kernel() is not None
 
 
 def install_cpu_logprob_fallback() -> bool:
     """Use ``TorchChunkedLogProb`` when TRL's Triton kernel is missing; True if installed."""
-    from toolrl_lib.train.trl_compat import chunked_logprob_kernel, set_chunked_logprob_kernel
+    from toolrl_lib.fast.trl_compat import chunked_logprob_kernel, set_chunked_logprob_kernel
 
     if chunked_logprob_kernel() is not None:
         return False

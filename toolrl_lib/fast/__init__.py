@@ -1,0 +1,143 @@
+"""The speed and memory layer: everything that makes a run faster or smaller, and nothing else.
+
+The core path (``toolrl_lib.generation``, ``toolrl_lib.train``) reads without this package: a
+GRPO run with every option below off is TRL's own loop on our dataset, rewards and callbacks.
+Each option is one field of the run config's ``fast:`` section (``train/config.py``
+``FastSection``, validated by ``_fast_rules``); ``install`` applies the trainer hooks and returns
+one line per change it made, which the run prints, so a run says what it altered.
+
+Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherwise)
+
+``rollouts: library``
+    GRPO completions sampled by ``toolrl_lib.generation`` through TRL's public ``rollout_func``
+    (``library_rollouts.py``) instead of transformers' ``generate``: one prefill per prompt for
+    its whole group, an in-place cache. Peft backend, plain GRPO losses. On in ``smoke.yaml``;
+    ``rollout_func(config)`` returns it for the trainer's constructor.
+``merged_generation: true``
+    Roll out through ``W + sBA`` in a copy of the adapted weights, adapters off
+    (``merged_generation.py``): one matmul per projection while decoding instead of three. 2
+    GRPO steps 53 -> 46 s, same samples, peak 3.58 -> 3.49 GiB; the workbook's GRPO 124 -> 108 s
+    (``benchmarks/results/workbook_profile.md``); with unsloth on a GPU the fastest measured
+    (``benchmarks/results/grpo_throughput.md``, ``merged_generation_cpu.md``). Hooks TRL's
+    generation method (rollouts ``trl``), after checking the merged path under unsloth; library
+    and multi-turn rollouts merge by themselves.
+``shared_prompt: true``
+    The loss forward runs each distinct prompt of a micro-batch once for all its completions
+    (``shared_prompt.py``): same log-probs (tested against TRL's), far less compute when a
+    micro-batch holds several completions of a prompt. Workbook GRPO 250 -> 185 s together with
+    the shared-prefix decoding (``benchmarks/results/workbook_profile.md``, ``after``).
+``skip_zero_advantage: true`` (the default)
+    A micro-batch whose advantages are all zero skips its forward and backward with exact zero
+    gradients (``zero_advantage.py``): notebook 06 175 -> 113 s, 4.03 -> 1.79 GiB
+    (``workbook_profile.md``, ``81cf914``). Also the multi-turn run's one hook.
+``loss_mmap_threshold: <bytes>`` (CPU, glibc)
+    While the loss runs, blocks of at least this size get their own mapping and go back to the
+    OS when freed (``loss_memory.py``): 4 GRPO steps peaked at 3.42 instead of 3.97 GiB for 7%
+    more step time at 1 MiB (``benchmarks/results/grpo_memory.md``). ``undo`` resets it.
+``priming_mmap_threshold: <bytes>`` (CPU, glibc)
+    The same while priming trains (``memory.mapped_blocks``, used by ``train/priming.py``):
+    peak ~3.7 -> ~3.0 GiB for ~6% more time at 2 MiB (``benchmarks/results/priming_memory.md``).
+``generation_times: true``
+    ``generation_times.rank<r>.jsonl`` per process, seconds per rollout round
+    (``gen_timing.py``): where a multi-GPU step waits (``benchmarks/results/multi_gpu.md``).
+
+Always on, no option (they change no result, only time):
+``decode.py`` (the CPU key/value-cache decoder: a prompt's keys/values stored once for its k
+samples, an in-place growing cache, multi-turn transcripts re-using their prefix; validation
+248/131/180 -> 142/96/94 s, ``workbook_profile.md``), ``weight_major_linear.py`` (off Intel: a
+decode step's linear layers as ``W @ x.T``, 1.4-1.8x a step on an AMD EPYC,
+``benchmarks/results/cpu_floor_epyc.md``), ``cpu_logprob.py`` (TRL's log-prob kernel without
+Triton), ``memory.trim_c_heap`` (after each stage), ``profiling.stage`` (a no-op unless
+``$TOOLRL_PROFILE_LOG`` is set), ``slots.py`` (the GPU slot engine of the BFCL multi-turn
+evaluation). ``trl_compat.py`` names every TRL internal the hooks touch, checked at start.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+class Installed(list):
+    """What ``install`` changed, one human-readable line each (a list of str), plus what the
+    run records or undoes: ``merged_check`` (the unsloth merged-path figures, for run_info) and
+    ``loss_mmap`` (whether ``undo`` must reset the allocator)."""
+
+    merged_check: dict[str, Any] | None = None
+    loss_mmap: bool = False
+
+
+def install(
+    trainer: Any, config: Any, *, device: str = "cpu", backend: str = "peft", tokenizer: Any = None,
+    run_root: str | Path | None = None, rank: int = 0, multi_turn: bool = False,
+) -> Installed:
+    """Hook ``trainer`` (a TRL ``GRPOTrainer``) as ``config.fast`` asks; returns the changes.
+
+    ``multi_turn=True``: the multi-turn run, whose own rollout function already handles
+    merged weights: only the zero-advantage skip applies. ``tokenizer`` is needed for the
+    merged-path check under unsloth, ``run_root`` for ``generation_times`` (every rank writes
+    its own file, ``rank``)."""
+    f = config.fast
+    done = Installed()
+    if not multi_turn and f.merged_generation and f.rollouts == "trl":  # library rollouts merge themselves
+        from toolrl_lib.fast.merged_generation import generate_with_merged_lora, require_merged_path
+
+        if backend == "unsloth":  # its patched LoRA layers: check the merged path, do not trust it
+            done.merged_check = require_merged_path(trainer.accelerator.unwrap_model(trainer.model), tokenizer)
+            done.append(f"merged rollouts under unsloth checked: {done.merged_check}")
+        method = generate_with_merged_lora(trainer)
+        done.append(f"GRPOTrainer.{method}: rollouts through merged LoRA weights (fast.merged_generation)")
+    if not multi_turn and f.shared_prompt:
+        from toolrl_lib.fast.shared_prompt import install as install_shared_prompt
+
+        method = install_shared_prompt(trainer)
+        done.append(f"GRPOTrainer.{method}: each prompt's forward shared by its completions (fast.shared_prompt)")
+    if f.skip_zero_advantage:
+        from toolrl_lib.fast.zero_advantage import install as skip_zero_advantage_batches
+
+        method = skip_zero_advantage_batches(trainer)
+        if method is not None:  # not where the loss has a term beyond the advantage
+            done.append(f"GRPOTrainer.{method}: all-zero-advantage micro-batches skip forward and backward "
+                        f"(fast.skip_zero_advantage)")
+    if not multi_turn and f.loss_mmap_threshold and device == "cpu":  # a lower peak RSS for a little time
+        from toolrl_lib.fast import loss_memory
+
+        done.loss_mmap = loss_memory.install(trainer, f.loss_mmap_threshold)
+        if done.loss_mmap:
+            done.append(f"GRPOTrainer.{loss_memory.ROLLOUT_PHASE}: blocks >= {f.loss_mmap_threshold} bytes "
+                        f"mapped on their own during the loss (fast.loss_mmap_threshold)")
+    if not multi_turn and f.generation_times:
+        from toolrl_lib.fast.gen_timing import record_generation_times, timing_file
+
+        path = timing_file(run_root if run_root is not None else ".", rank)
+        if record_generation_times(trainer, path, rank):
+            done.append(f"GRPOTrainer rollouts timed into {path.name} (fast.generation_times)")
+    return done
+
+
+def undo(installed: Installed) -> None:
+    """After training: reset what outlives the trainer (the allocator's mmap threshold)."""
+    if installed.loss_mmap:
+        from toolrl_lib.fast import loss_memory
+
+        loss_memory.reset()
+
+
+def rollout_func(config: Any) -> Any:
+    """TRL's ``rollout_func`` for ``fast.rollouts: library`` (the library sampler), else None."""
+    if config.fast.rollouts != "library":
+        return None
+    from toolrl_lib.fast.library_rollouts import library_rollout
+
+    return library_rollout(merge_lora=config.fast.merged_generation)
+
+
+def check_backend(config: Any, backend: str) -> None:
+    """Fail early where the resolved backend cannot run a chosen option (``auto`` may pick
+    unsloth only at run time, after the config was validated)."""
+    if backend == "unsloth" and config.fast.rollouts == "library":
+        raise ValueError("fast.rollouts: library needs the peft backend (backend 'auto' chose "
+                         "unsloth here); set backend: peft or fast.rollouts: trl")
+
+
+__all__ = ["Installed", "check_backend", "install", "rollout_func", "undo"]
