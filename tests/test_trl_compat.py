@@ -1,4 +1,4 @@
-"""The installed TRL against every private internal toolrl_lib touches (train/trl_compat.py):
+"""The installed TRL against every private internal toolrl_lib touches (fast/trl_compat.py):
 names, parameter order, and the return shapes our callers unpack. A TRL upgrade that changes
 one of them fails here, in one place."""
 

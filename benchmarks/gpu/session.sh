@@ -35,7 +35,7 @@
 #     steps + validation + fp16 merge, <= SCOLAB (230) s: results/colab_profile_fit_unsloth.json
 # Long run (issue 7 part 1, hundreds of steps; 30 min of device time): steps 1, 2, 3, then
 #   RL_VARIANTS=dapo-weighted,dapo-weighted-nocall3 RL_GPUS=0
-#   RL_SET="grpo.merged_generation=true grpo.generation_batch_size=512" for 4 (SIDE=bfcl0: base and primed BFCL on GPU 1 meanwhile) and 5 (SIDE=fit: the full
+#   RL_SET="fast.merged_generation=true grpo.generation_batch_size=512" for 4 (SIDE=bfcl0: base and primed BFCL on GPU 1 meanwhile) and 5 (SIDE=fit: the full
 #   profile's fit on GPU 1 meanwhile), then 6 with BFCL_ALSO=dapo-weighted,dapo-weighted-nocall3
 #   (both variants, whichever validation selects); report with --tag long. Measured: ~145 steps
 #   after 4 and 5; a further `RL_GPUS=0,1 ... train 245` (one per GPU) reached 185/189, then 6
