@@ -96,7 +96,7 @@ def phase_prime(work: Path) -> None:
     from toolrl_lib.models import prepare_embedded_model, resolve_model
     from toolrl_lib.train.dataset import load_examples
     from toolrl_lib.train.priming import prime
-    from toolrl_lib.train.run_validation import evaluate_saved
+    from toolrl_lib.train.validation import evaluate_saved
 
     prepare_embedded_model()
     config = load_config([])

@@ -31,7 +31,7 @@ from toolrl_lib.run_dir import (
 )
 from toolrl_lib.train.config import RunConfig, best_validation_key, save_run_config, validate
 from toolrl_lib.train.distributed import Dist
-from toolrl_lib.train.run_validation import evaluate_saved, validation_scores
+from toolrl_lib.train.validation import evaluate_saved, validation_scores
 from toolrl_lib.train.trainer import (
     build_trainer,
     resolve_family,
