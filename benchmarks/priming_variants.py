@@ -105,8 +105,8 @@ def run_one(args: argparse.Namespace) -> int:
     from toolrl_lib.train.dataset import load_examples
     from toolrl_lib.train.mix import validation_set
     from toolrl_lib.train.priming import prime
-    from toolrl_lib.train.validation import validation_result
     from toolrl_lib.train.trainer import resolve_family
+    from toolrl_lib.train.validation import validation_result
 
     base = load_run_config(args.config)
     overrides = [f"seed={args.seed}", f"validation.k={args.k}",

@@ -7,7 +7,7 @@ import pytest
 
 from toolrl_lib import fast
 from toolrl_lib.config import ConfigError
-from toolrl_lib.train.config import FastSection, load_run_config, run_config_from_dict
+from toolrl_lib.train.config import FastSection, GRPOSection, load_run_config, run_config_from_dict
 
 
 class FakeTrainer:
@@ -32,7 +32,7 @@ class FakeTrainer:
 
 
 def config_with(**options):
-    return NS(fast=FastSection(**options))
+    return NS(fast=FastSection(**options), grpo=GRPOSection())  # grpo.vllm: off
 
 
 def test_all_options_off_installs_nothing():

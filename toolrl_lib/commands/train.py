@@ -66,14 +66,17 @@ def run(args: argparse.Namespace) -> int:
 
     out = args.out or f"runs/{config.name}"
     if args.num_gpus > 1:
+        from toolrl_lib.fast.vllm_engine import require_for_run
         from toolrl_lib.train.backend import resolve_device
         from toolrl_lib.train.distributed import launch, train_argv
 
         if config.backend == "unsloth":
             raise ValueError("backend 'unsloth' runs on one GPU only; use --set backend=peft "
                              "with --num-gpus")
+        device = resolve_device(config.device)
+        require_for_run(config, device)  # once here, not once per launched rank
         code = launch(train_argv(args.config, args.overrides, out, args.resume), args.num_gpus,
-                      args.accelerate_config, resolve_device(config.device))
+                      args.accelerate_config, device)
         if code != 0:
             raise CommandError(f"the {args.num_gpus}-process run failed (exit code {code}); "
                                f"its log is above, checkpoints in {out}/checkpoints")

@@ -7,7 +7,6 @@ return one completion string per prompt, without the prompt or special tokens.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,21 +18,34 @@ BACKENDS = ("auto", "hf", "vllm")
 Generator = Callable[[list[str]], list[str]]
 
 
-def vllm_available() -> bool:
-    if importlib.util.find_spec("vllm") is None:
-        return False
+def cuda_available() -> bool:
     import torch
 
     return torch.cuda.is_available()
 
 
+def vllm_available() -> bool:
+    """vLLM can generate here: importable (not imported) and a CUDA device exists."""
+    from toolrl_lib.fast.vllm_engine import vllm_importable
+
+    return vllm_importable() and cuda_available()
+
+
 def pick_backend(backend: str) -> str:
+    """``hf`` or ``vllm`` for ``backend``; ``auto`` is vLLM only where it can run. An explicit
+    ``vllm`` that cannot run raises the one-line ``VLLMMissing`` (with the install command)
+    before anything loads."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}; got {backend!r}")
     if backend == "auto":
         return "vllm" if vllm_available() else "hf"
-    if backend == "vllm" and importlib.util.find_spec("vllm") is None:
-        raise ValueError("backend 'vllm' requested but vllm is not installed (pip install vllm)")
+    if backend == "vllm":
+        from toolrl_lib.fast.vllm_engine import VLLMMissing, require_vllm
+
+        require_vllm("--backend vllm", "use --backend hf (or auto)")
+        if not cuda_available():
+            raise VLLMMissing("--backend vllm: vLLM generates on CUDA GPUs only and torch sees "
+                              "none here; use --backend hf (or auto)")
     return backend
 
 

@@ -180,7 +180,10 @@ def evaluate_bfcl(
         raise ValueError("only_ids restricts scoring of existing generations: pass generate=False")
     results.check_batch_limits(batch_size, max_batch_tokens)  # before any model loads
     from toolrl_lib.evaluate.analysis import aggregates, entries_table, summary_table
-    from toolrl_lib.evaluate.backends import load_for_eval
+    from toolrl_lib.evaluate.backends import load_for_eval, pick_backend
+
+    if generate:  # a backend that cannot run fails now, in one line, not after the tokenizer loads
+        backend = pick_backend(backend)
 
     cats = parse_categories(categories)
     multi = [c for c in cats if c in MULTI_TURN]

@@ -37,6 +37,10 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
 ``priming_mmap_threshold: <bytes>`` (CPU, glibc)
     The same while priming trains (``memory.mapped_blocks``, used by ``train/priming.py``):
     peak ~3.7 -> ~3.0 GiB for ~6% more time at 2 MiB (``benchmarks/results/priming_memory.md``).
+``grpo.vllm`` (not in ``fast:``; ``vllm_engine.py``)
+    With vLLM generating (TRL's engine, or Unsloth's ``fast_inference``) ``merged_generation``
+    steps aside (``install`` says so in its list) and ``rollouts: library`` is refused by the
+    config's validation: neither would ever run. Not measured in this repository yet.
 ``generation_times: true``
     ``generation_times.rank<r>.jsonl`` per process, seconds per rollout round
     (``gen_timing.py``): where a multi-GPU step waits (``benchmarks/results/multi_gpu.md``).
@@ -79,7 +83,11 @@ def install(
     its own file, ``rank``)."""
     f = config.fast
     done = Installed()
-    if not multi_turn and f.merged_generation and f.rollouts == "trl":  # library rollouts merge themselves
+    vllm = config.grpo.vllm.on
+    if not multi_turn and f.merged_generation and f.rollouts == "trl" and vllm:
+        done.append(f"fast.merged_generation skipped: vLLM generates the rollouts (grpo.vllm.mode: "
+                    f"{config.grpo.vllm.mode}), so TRL never calls the generate path it hooks")
+    elif not multi_turn and f.merged_generation and f.rollouts == "trl":  # library rollouts merge themselves
         from toolrl_lib.fast.merged_generation import generate_with_merged_lora, require_merged_path
 
         if backend == "unsloth":  # its patched LoRA layers: check the merged path, do not trust it

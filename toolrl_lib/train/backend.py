@@ -133,6 +133,20 @@ def load_base(model_path: str, dtype: str, device: str) -> Any:
     return load_model(model_path, dtype=dtype, device=device)
 
 
+def unsloth_vllm_kwargs(config: RunConfig) -> dict[str, Any]:
+    """Extra ``FastLanguageModel.from_pretrained`` arguments for ``grpo.vllm`` on the unsloth
+    backend: its vLLM engine (``fast_inference``), the memory share it may take, and the largest
+    LoRA rank vLLM must hold (the run's ``lora.r``). None with vLLM off."""
+    from toolrl_lib.train.config import VLLM_GPU_MEMORY_DEFAULT
+
+    v = config.grpo.vllm
+    if not v.on:
+        return {}
+    return {"fast_inference": True,
+            "gpu_memory_utilization": v.gpu_memory_utilization or VLLM_GPU_MEMORY_DEFAULT,
+            "max_lora_rank": config.lora.r}
+
+
 def load_policy(config: RunConfig, model_path: str, backend: str, device: str) -> tuple[Any, Any]:
     """(PEFT model with a fresh LoRA adapter, or the full model when lora.enabled is false,
     tokenizer) for GRPO."""
@@ -144,6 +158,7 @@ def load_policy(config: RunConfig, model_path: str, backend: str, device: str) -
         model, tokenizer = FastLanguageModel.from_pretrained(
             model_name=model_path, max_seq_length=config.model.max_seq_length,
             dtype=resolve_dtype(config.model.dtype, device), load_in_4bit=False,
+            **unsloth_vllm_kwargs(config),
         )
         model = FastLanguageModel.get_peft_model(
             model, r=config.lora.r, lora_alpha=config.lora.alpha, lora_dropout=config.lora.dropout,

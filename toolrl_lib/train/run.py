@@ -20,6 +20,7 @@ from typing import Any
 
 from toolrl_lib import atomic, fast
 from toolrl_lib.fast.profiling import stage
+from toolrl_lib.fast.vllm_engine import require_for_run
 from toolrl_lib.models import release_memory
 from toolrl_lib.run_dir import (
     RunDir,
@@ -29,9 +30,14 @@ from toolrl_lib.run_dir import (
     update_run_info,
     write_run_info,
 )
-from toolrl_lib.train.config import RunConfig, best_validation_key, save_run_config, validate
+from toolrl_lib.train.config import (
+    RunConfig,
+    best_validation_key,
+    check_vllm_backend,
+    save_run_config,
+    validate,
+)
 from toolrl_lib.train.distributed import Dist
-from toolrl_lib.train.validation import evaluate_saved, validation_scores
 from toolrl_lib.train.trainer import (
     build_trainer,
     resolve_family,
@@ -40,6 +46,7 @@ from toolrl_lib.train.trainer import (
     save_last,
     trainer_callbacks,
 )
+from toolrl_lib.train.validation import evaluate_saved, validation_scores
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -81,11 +88,13 @@ def train(
                          "(toolrl_lib.train.multi_turn)")
     paths = RunDir(resolve(out_dir))
     device = resolve_device(config.device)
+    require_for_run(config, device)  # vLLM asked for: a GPU and the package, before anything loads
     dist = distributed.init(device)
     distributed.check_supported(config, dist)
     # imports unsloth before trl
     backend = resolve_backend(config.backend, device, dist.world_size, config.lora.enabled)
     fast.check_backend(config, backend)
+    check_vllm_backend(config, backend)
     checkpoint = prepare_run_dir(paths, resume, dist.barrier)
     if dist.main:
         save_run_config(config, paths.config)
@@ -171,7 +180,7 @@ def _train(
                                          Shaping(r.spurious_call, r.abstention, r.args_sharp, r.strict_format))
     rollout_func = fast.rollout_func(config)  # None: TRL's own generate samples
     trainer = build_trainer(config, paths, device, model, tokenizer, dataset, reward_funcs,
-                            all_callbacks, dist.world_size, rollout_func)
+                            all_callbacks, dist.world_size, rollout_func, backend)
     changes = fast.install(trainer, config, device=device, backend=backend, tokenizer=tokenizer,
                            run_root=paths.root, rank=dist.rank)
     for change in changes:

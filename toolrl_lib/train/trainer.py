@@ -43,8 +43,38 @@ def grpo_loss_kwargs(config: RunConfig) -> dict[str, Any]:
     return {"loss_type": g.loss_type, "importance_sampling_level": "token"}
 
 
-def grpo_args(config: RunConfig, paths: RunDir, device: str, processes: int = 1) -> Any:
-    """TRL's ``GRPOConfig`` for this run: the ``grpo``, ``logging`` and ``checkpoint`` sections."""
+def grpo_vllm_kwargs(config: RunConfig, backend: str = "peft") -> dict[str, Any]:
+    """``GRPOConfig`` fields for ``grpo.vllm`` (TRL 1.15's names), given only where they apply.
+
+    Off: none (TRL's default ``use_vllm=False``). Unsloth: none either: its engine is built by
+    ``FastLanguageModel.from_pretrained(fast_inference=True)`` (``backend.unsloth_vllm_kwargs``)
+    and Unsloth's patched trainer switches ``use_vllm`` on, colocated, when the model carries
+    one. Null fields fall back to TRL's defaults; ``max_model_len`` null is derived."""
+    from toolrl_lib.train.config import VLLM_GPU_MEMORY_DEFAULT, vllm_max_model_len
+
+    v = config.grpo.vllm
+    if not v.on or backend == "unsloth":
+        return {}
+    if v.mode == "server":
+        kwargs: dict[str, Any] = {"use_vllm": True, "vllm_mode": "server"}
+        for ours, trl_name in (("server_host", "vllm_server_host"), ("server_port", "vllm_server_port"),
+                               ("server_timeout", "vllm_server_timeout")):
+            if getattr(v, ours) is not None:
+                kwargs[trl_name] = getattr(v, ours)
+        return kwargs
+    return {
+        "use_vllm": True, "vllm_mode": "colocate",
+        "vllm_gpu_memory_utilization": v.gpu_memory_utilization or VLLM_GPU_MEMORY_DEFAULT,
+        "vllm_max_model_length": vllm_max_model_len(config),
+        "vllm_enable_sleep_mode": v.enable_sleep_mode,
+        "vllm_tensor_parallel_size": v.tensor_parallel_size or 1,
+    }
+
+
+def grpo_args(config: RunConfig, paths: RunDir, device: str, processes: int = 1,
+              backend: str = "peft") -> Any:
+    """TRL's ``GRPOConfig`` for this run: the ``grpo`` (``grpo.vllm`` included, for
+    ``backend``), ``logging`` and ``checkpoint`` sections."""
     from trl import GRPOConfig
 
     from toolrl_lib.train.backend import precision_kwargs
@@ -65,6 +95,7 @@ def grpo_args(config: RunConfig, paths: RunDir, device: str, processes: int = 1)
         # Every LoRA/full-model parameter takes part in each forward: skip DDP's unused-parameter
         # search (it also breaks with gradient checkpointing).
         extra["ddp_find_unused_parameters"] = False
+    extra.update(grpo_vllm_kwargs(config, backend))
     return GRPOConfig(
         output_dir=str(paths.checkpoints), run_name=config.name, seed=config.seed,
         per_device_train_batch_size=g.per_device_train_batch_size,
@@ -111,12 +142,12 @@ def trainer_callbacks(config: RunConfig, paths: RunDir, checkpoint: Path | None,
 
 def build_trainer(config: RunConfig, paths: RunDir, device: str, model: Any, tokenizer: Any,
                   dataset: Any, reward_funcs: list[Any], callbacks: list[Any], processes: int = 1,
-                  rollout_func: Any = None) -> Any:
+                  rollout_func: Any = None, backend: str = "peft") -> Any:
     """The GRPO trainer of a run; ``rollout_func`` replaces TRL's own sampling when given."""
     from toolrl_lib.train.backend import ensure_logprob_kernel, one_gpu_per_process
 
     ensure_logprob_kernel()
-    args = one_gpu_per_process(grpo_args(config, paths, device, processes))
+    args = one_gpu_per_process(grpo_args(config, paths, device, processes, backend))
     kwargs = dict(model=model, reward_funcs=reward_funcs, args=args, train_dataset=dataset,
                   processing_class=tokenizer, callbacks=callbacks)
     if rollout_func is not None:

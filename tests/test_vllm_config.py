@@ -1,0 +1,338 @@
+"""``grpo.vllm`` on a CPU box without vLLM (as in CI): validation, the one missing-vLLM error raised
+before any model loads, the plumbing into TRL's ``GRPOConfig`` and Unsloth's ``from_pretrained``
+(through a fake ``unsloth`` module), ``fast.install`` stepping aside, and the eval backend switch.
+Nothing here imports vLLM or Unsloth; every "is it importable / is there a GPU" is monkeypatched."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import types
+
+import pytest
+import yaml
+
+from toolrl_lib.config import ConfigError
+from toolrl_lib.fast import vllm_engine
+from toolrl_lib.fast.vllm_engine import INSTALL_HINT, VLLMMissing
+from toolrl_lib.train.config import (
+    RunConfig,
+    check_vllm_backend,
+    load_run_config,
+    run_config_from_dict,
+    save_run_config,
+)
+
+GPU = ["device=cuda", "backend=peft"]
+
+
+def config(*overrides: str, check: bool = True) -> RunConfig:
+    return load_run_config(None, list(overrides), check=check)
+
+
+def problems(*overrides: str) -> str:
+    with pytest.raises(ConfigError) as error:
+        config(*overrides)
+    return str(error.value)
+
+
+@pytest.fixture(autouse=True)
+def _no_real_vllm(monkeypatch):
+    """Whatever this machine has: vLLM absent and no GPU unless a test says otherwise."""
+    monkeypatch.setattr(vllm_engine, "vllm_importable", lambda: False)
+
+
+# --- the section --------------------------------------------------------------------------------
+
+def test_off_by_default_and_a_bare_yaml_off_means_off(tmp_path):
+    assert RunConfig().grpo.vllm.mode == "off" and not RunConfig().grpo.vllm.on
+    data = yaml.safe_load("grpo:\n  vllm:\n    mode: off\n")  # YAML 1.1 reads it as false
+    assert data["grpo"]["vllm"]["mode"] is False
+    assert run_config_from_dict(data).grpo.vllm.mode == "off"
+    assert config("grpo.vllm.mode=off").grpo.vllm.mode == "off"  # --set parses YAML too
+    saved = save_run_config(config(*GPU, "grpo.vllm.mode=colocate"), tmp_path / "c.yaml")
+    assert load_run_config(saved).grpo.vllm.mode == "colocate"
+    saved = save_run_config(config(), tmp_path / "off.yaml")
+    assert load_run_config(saved).grpo.vllm.mode == "off"
+
+
+def test_every_field_has_help():
+    from toolrl_lib.train.config import settings_help
+
+    rows = {key: text for key, _, text in settings_help()}
+    fields = [f.name for f in dataclasses.fields(type(RunConfig().grpo.vllm))]
+    assert fields == ["mode", "gpu_memory_utilization", "max_model_len", "enable_sleep_mode",
+                      "tensor_parallel_size", "server_host", "server_port", "server_timeout"]
+    assert all(rows[f"grpo.vllm.{name}"] for name in fields)
+
+
+# --- validation ---------------------------------------------------------------------------------
+
+def test_valid_gpu_configs():
+    assert config(*GPU, "grpo.vllm.mode=colocate", "grpo.vllm.gpu_memory_utilization=0.4",
+                  "grpo.vllm.enable_sleep_mode=true").grpo.vllm.on
+    assert config(*GPU, "grpo.vllm.mode=server", "grpo.vllm.server_host=127.0.0.1",
+                  "grpo.vllm.server_port=8001").grpo.vllm.mode == "server"
+    assert config("device=auto", "grpo.vllm.mode=colocate").grpo.vllm.on  # auto: checked at run time
+    # off with leftover engine settings is fine (toggling the mode must not need more edits)
+    assert config("device=cpu", "grpo.vllm.gpu_memory_utilization=0.5").grpo.vllm.mode == "off"
+
+
+def test_vllm_on_cpu_is_an_error():
+    text = problems("device=cpu", "grpo.vllm.mode=colocate")
+    assert "grpo.vllm.mode" in text and "CUDA GPUs only" in text and "mode: off" in text
+
+
+def test_library_rollouts_step_aside():
+    text = problems(*GPU, "grpo.vllm.mode=colocate", "fast.rollouts=library")
+    assert "fast.rollouts = 'library'" in text and "step aside" in text and "fast.rollouts: trl" in text
+
+
+def test_multi_turn_refuses_vllm_for_now():
+    text = problems(*GPU, "grpo.vllm.mode=colocate", "multi_turn.enabled=true")
+    assert "multi-turn" in text and "not supported there yet" in text
+
+
+@pytest.mark.parametrize("overrides, key", [
+    (["grpo.vllm.mode=colocate", "grpo.vllm.server_port=8001"], "grpo.vllm.server_port"),
+    (["grpo.vllm.mode=colocate", "grpo.vllm.server_host=h"], "grpo.vllm.server_host"),
+    (["grpo.vllm.mode=server", "grpo.vllm.gpu_memory_utilization=0.5"], "grpo.vllm.gpu_memory_utilization"),
+    (["grpo.vllm.mode=server", "grpo.vllm.tensor_parallel_size=2"], "grpo.vllm.tensor_parallel_size"),
+    (["grpo.vllm.mode=server", "grpo.vllm.enable_sleep_mode=true"], "grpo.vllm.enable_sleep_mode"),
+    (["grpo.vllm.mode=colocate", "grpo.vllm.gpu_memory_utilization=1.5"], "grpo.vllm.gpu_memory_utilization"),
+    (["grpo.vllm.mode=colocate", "grpo.vllm.max_model_len=512"], "grpo.vllm.max_model_len"),
+    (["grpo.vllm.mode=server", "grpo.vllm.server_port=70000"], "grpo.vllm.server_port"),
+    (["grpo.vllm.mode=true"], "grpo.vllm.mode"),
+])
+def test_inconsistent_fields_are_named(overrides, key):
+    assert f"{key} = " in problems(*GPU, *overrides)
+
+
+def test_server_fields_in_server_mode_name_the_server_flags():
+    assert "trl vllm-serve" in problems(*GPU, "grpo.vllm.mode=server", "grpo.vllm.max_model_len=4096")
+
+
+def test_unsloth_backend_limits():
+    base = ["device=cuda", "backend=unsloth"]
+    assert config(*base, "grpo.vllm.mode=colocate", "grpo.vllm.gpu_memory_utilization=0.5").grpo.vllm.on
+    assert "fast_inference" in problems(*base, "grpo.vllm.mode=server")
+    assert "grpo.vllm.tensor_parallel_size" in problems(*base, "grpo.vllm.mode=colocate",
+                                                        "grpo.vllm.tensor_parallel_size=2")
+    assert "grpo.vllm.enable_sleep_mode" in problems(*base, "grpo.vllm.mode=colocate",
+                                                     "grpo.vllm.enable_sleep_mode=true")
+    # backend auto resolves at run time: the same rules, against the resolved backend
+    auto = config("device=cuda", "grpo.vllm.mode=server")
+    check_vllm_backend(auto, "peft")
+    with pytest.raises(ConfigError, match="backend 'unsloth'"):
+        check_vllm_backend(auto, "unsloth")
+
+
+# --- the missing-vLLM error, before any model loads ---------------------------------------------
+
+@pytest.fixture
+def nothing_loads(monkeypatch):
+    """Loading a model, a tokenizer or preparing the run directory fails loudly if reached."""
+    from toolrl_lib import models
+    from toolrl_lib.train import backend, multi_turn, run
+
+    def loaded(*args, **kwargs):
+        raise AssertionError("reached model loading / the run directory before the vLLM check")
+
+    for module, name in [(models, "load_model"), (models, "load_tokenizer"), (backend, "load_policy"),
+                         (run, "prepare_run_dir"), (multi_turn, "prepare_run_dir")]:
+        monkeypatch.setattr(module, name, loaded)
+    return monkeypatch
+
+
+def test_missing_vllm_stops_train_before_anything_loads(nothing_loads, tmp_path):
+    from toolrl_lib.train import backend, train
+
+    nothing_loads.setattr(backend, "cuda_available", lambda: True)
+    with pytest.raises(VLLMMissing) as error:
+        train(config(*GPU, "grpo.vllm.mode=colocate"), tmp_path / "run")
+    text = str(error.value)
+    assert INSTALL_HINT in text and "\n" not in text and "grpo.vllm.mode: colocate" in text
+    assert not (tmp_path / "run").exists()
+
+
+def test_vllm_with_device_auto_on_a_cpu_machine(nothing_loads, tmp_path):
+    from toolrl_lib.train import backend, train
+
+    nothing_loads.setattr(backend, "cuda_available", lambda: False)
+    nothing_loads.setattr(vllm_engine, "vllm_importable", lambda: True)
+    with pytest.raises(VLLMMissing, match="CUDA GPUs only"):
+        train(config("device=auto", "grpo.vllm.mode=server"), tmp_path / "run")
+
+
+def test_multi_turn_run_refuses_before_anything_loads(nothing_loads, tmp_path):
+    from toolrl_lib.train import train
+
+    cfg = config(*GPU, "grpo.vllm.mode=colocate", "multi_turn.enabled=true", check=False)
+    with pytest.raises(ConfigError, match="not supported there yet"):
+        train(cfg, tmp_path / "run")
+
+
+def test_cli_train_prints_the_install_line(nothing_loads, tmp_path, capsys):
+    from toolrl_lib.cli import main
+    from toolrl_lib.train import backend
+
+    nothing_loads.setattr(backend, "cuda_available", lambda: True)
+    cfg = save_run_config(config(), tmp_path / "c.yaml")
+    code = main(["train", "--config", str(cfg), "--out", str(tmp_path / "run"),
+                 "--set", "device=cuda", "--set", "grpo.vllm.mode=colocate"])
+    assert code == 2 and INSTALL_HINT in capsys.readouterr().err
+
+
+def test_require_for_run_is_a_noop_when_off():
+    vllm_engine.require_for_run(config(), "cpu")
+
+
+# --- plumbing: TRL's GRPOConfig --------------------------------------------------------------------
+
+def test_grpo_config_kwargs_per_mode():
+    from trl import GRPOConfig
+
+    from toolrl_lib.train.trainer import grpo_vllm_kwargs
+
+    trl_fields = {f.name for f in dataclasses.fields(GRPOConfig)}
+    assert grpo_vllm_kwargs(config()) == {}
+    colocate = config(*GPU, "grpo.vllm.mode=colocate", "grpo.vllm.gpu_memory_utilization=0.4")
+    assert grpo_vllm_kwargs(colocate) == {
+        "use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.4,
+        "vllm_max_model_length": 1024 + 256,  # data.max_prompt_tokens + grpo.max_completion_length
+        "vllm_enable_sleep_mode": False, "vllm_tensor_parallel_size": 1}
+    explicit = config(*GPU, "grpo.vllm.mode=colocate", "grpo.vllm.max_model_len=4096",
+                      "grpo.vllm.enable_sleep_mode=true", "grpo.vllm.tensor_parallel_size=2")
+    kw = grpo_vllm_kwargs(explicit)
+    assert kw["vllm_max_model_length"] == 4096 and kw["vllm_enable_sleep_mode"] is True
+    assert kw["vllm_tensor_parallel_size"] == 2 and kw["vllm_gpu_memory_utilization"] == 0.3
+    server = config(*GPU, "grpo.vllm.mode=server", "grpo.vllm.server_host=10.0.0.2",
+                    "grpo.vllm.server_port=8001", "grpo.vllm.server_timeout=60")
+    assert grpo_vllm_kwargs(server) == {"use_vllm": True, "vllm_mode": "server",
+                                        "vllm_server_host": "10.0.0.2", "vllm_server_port": 8001,
+                                        "vllm_server_timeout": 60.0}
+    assert grpo_vllm_kwargs(config(*GPU, "grpo.vllm.mode=server")) == {"use_vllm": True,
+                                                                        "vllm_mode": "server"}
+    # unsloth: its own engine (fast_inference); its patched trainer turns use_vllm on itself
+    assert grpo_vllm_kwargs(colocate, backend="unsloth") == {}
+    for cfg in (colocate, explicit, server):
+        assert set(grpo_vllm_kwargs(cfg)) <= trl_fields  # TRL 1.15's real field names
+
+
+def test_grpo_args_carries_them(tmp_path):
+    from toolrl_lib.run_dir import RunDir
+    from toolrl_lib.train.trainer import grpo_args
+
+    # built on CPU for the test only (validation would refuse vLLM on a CPU run)
+    cfg = config("grpo.vllm.mode=colocate", "grpo.vllm.gpu_memory_utilization=0.25", check=False)
+    args = grpo_args(cfg, RunDir(tmp_path), "cpu")
+    assert args.use_vllm and args.vllm_mode == "colocate"
+    assert args.vllm_gpu_memory_utilization == 0.25 and args.vllm_max_model_length == 1280
+    assert not grpo_args(config(), RunDir(tmp_path), "cpu").use_vllm
+    assert not grpo_args(cfg, RunDir(tmp_path), "cpu", backend="unsloth").use_vllm
+    assert "vllm" not in sys.modules
+
+
+# --- plumbing: Unsloth's from_pretrained, through a fake module -----------------------------------
+
+def fake_unsloth(calls: dict):
+    class Tokenizer:
+        pad_token = None
+        eos_token = "</s>"
+        padding_side = "right"
+
+    class FastLanguageModel:
+        @staticmethod
+        def from_pretrained(**kwargs):
+            calls["from_pretrained"] = kwargs
+            return object(), Tokenizer()
+
+        @staticmethod
+        def get_peft_model(model, **kwargs):
+            calls["get_peft_model"] = kwargs
+            return model
+
+    return types.SimpleNamespace(FastLanguageModel=FastLanguageModel)
+
+
+@pytest.mark.parametrize("mode", ["off", "colocate"])
+def test_unsloth_load_gets_fast_inference(monkeypatch, mode):
+    from toolrl_lib.train.backend import load_policy, unsloth_vllm_kwargs
+
+    calls: dict = {}
+    monkeypatch.setitem(sys.modules, "unsloth", fake_unsloth(calls))
+    cfg = config("device=cuda", "backend=unsloth", "model.dtype=bf16", "lora.r=32",
+                 f"grpo.vllm.mode={mode}", "grpo.vllm.gpu_memory_utilization=0.45")
+    model, tokenizer = load_policy(cfg, "some/model", "unsloth", "cuda")
+    kwargs = calls["from_pretrained"]
+    assert kwargs["model_name"] == "some/model" and kwargs["max_seq_length"] == cfg.model.max_seq_length
+    if mode == "off":
+        assert "fast_inference" not in kwargs and unsloth_vllm_kwargs(cfg) == {}
+    else:
+        assert kwargs["fast_inference"] is True
+        assert kwargs["gpu_memory_utilization"] == 0.45 and kwargs["max_lora_rank"] == 32
+    assert calls["get_peft_model"]["r"] == 32 and tokenizer.padding_side == "left"
+    assert "vllm" not in sys.modules
+
+
+# --- fast.install: merged generation steps aside --------------------------------------------------
+
+def test_merged_generation_steps_aside_under_vllm(monkeypatch):
+    from toolrl_lib import fast
+    from toolrl_lib.fast import merged_generation
+
+    hooked = []
+    monkeypatch.setattr(merged_generation, "generate_with_merged_lora",
+                        lambda trainer: hooked.append(trainer) or "_generate_single_turn")
+    on = config(*GPU, "grpo.vllm.mode=colocate", "fast.merged_generation=true",
+                "fast.skip_zero_advantage=false")
+    changes = fast.install(object(), on, device="cuda", backend="peft")
+    assert not hooked and len(changes) == 1
+    assert "fast.merged_generation skipped" in changes[0] and "vLLM" in changes[0]
+    off = config(*GPU, "fast.merged_generation=true", "fast.skip_zero_advantage=false")
+    changes = fast.install(object(), off, device="cuda", backend="peft")
+    assert len(hooked) == 1 and "merged LoRA" in changes[0]
+
+
+# --- evaluation: the backend switch --------------------------------------------------------------
+
+@pytest.mark.parametrize("importable, cuda, picked", [
+    (True, True, "vllm"), (True, False, "hf"), (False, True, "hf"), (False, False, "hf")])
+def test_auto_picks_vllm_only_when_importable_and_cuda(monkeypatch, importable, cuda, picked):
+    from toolrl_lib.evaluate import backends
+
+    monkeypatch.setattr(vllm_engine, "vllm_importable", lambda: importable)
+    monkeypatch.setattr(backends, "cuda_available", lambda: cuda)
+    assert backends.pick_backend("auto") == picked
+    assert backends.pick_backend("hf") == "hf"
+
+
+def test_explicit_vllm_backend_errors(monkeypatch):
+    from toolrl_lib.evaluate import backends
+
+    monkeypatch.setattr(backends, "cuda_available", lambda: True)
+    with pytest.raises(VLLMMissing) as error:
+        backends.pick_backend("vllm")
+    assert INSTALL_HINT in str(error.value) and "\n" not in str(error.value)
+    monkeypatch.setattr(vllm_engine, "vllm_importable", lambda: True)
+    assert backends.pick_backend("vllm") == "vllm"
+    monkeypatch.setattr(backends, "cuda_available", lambda: False)
+    with pytest.raises(VLLMMissing, match="CUDA"):
+        backends.pick_backend("vllm")
+
+
+def test_eval_bfcl_with_missing_vllm_fails_before_loading(monkeypatch, tmp_path, capsys):
+    from toolrl_lib.cli import main
+    from toolrl_lib.evaluate import backends, runner
+
+    def loaded(*args, **kwargs):
+        raise AssertionError("a tokenizer or model was loaded before the backend check")
+
+    monkeypatch.setattr(backends, "cuda_available", lambda: True)
+    monkeypatch.setattr(backends, "eval_tokenizer", loaded)
+    monkeypatch.setattr(backends, "load_for_eval", loaded)
+    with pytest.raises(VLLMMissing, match=r'pip install -e "\.\[vllm\]"'):
+        runner.evaluate_bfcl("/no/such/model", tmp_path, backend="vllm", family=None)
+    code = main(["eval", "bfcl", "--model", "/no/such/model", "--out", str(tmp_path / "e"),
+                 "--backend", "vllm"])
+    assert code == 2 and INSTALL_HINT in capsys.readouterr().err

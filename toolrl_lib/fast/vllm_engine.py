@@ -1,0 +1,59 @@
+"""vLLM as the rollout and evaluation generator: whether it can run here, and the one error when not.
+
+Training hands generation to vLLM through the run config's ``grpo.vllm`` section
+(``train/config.py`` ``VLLMSection``): TRL's own engine (``GRPOConfig(use_vllm=True, ...)``,
+``train/trainer.py`` ``grpo_vllm_kwargs``) for the peft backend, Unsloth's ``fast_inference=True``
+(``train/backend.py`` ``unsloth_vllm_kwargs``) for the unsloth backend. Evaluation picks it with
+``--backend vllm`` (``evaluate/backends.py``). This module holds what both share: the import check
+(without importing vLLM: importing it takes seconds and initialises CUDA) and the single one-line
+error, raised before any model loads, that says how to install it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+INSTALL_HINT = 'pip install -e ".[vllm]"'
+
+
+class VLLMMissing(ValueError):
+    """vLLM was asked for but cannot run here (not importable, or no CUDA device).
+
+    A ``ValueError`` so that ``toolrl`` prints it as one line (``toolrl_lib/cli.py``)."""
+
+
+def vllm_importable() -> bool:
+    """vLLM is installed (found by the import system; nothing is imported)."""
+    return importlib.util.find_spec("vllm") is not None
+
+
+def missing_message(what: str, instead: str) -> str:
+    """The one-line error for ``what`` (e.g. ``grpo.vllm.mode: colocate``) when vLLM is absent;
+    ``instead``: how to go on without it."""
+    return (f"{what} asks for vLLM, which is not installed: on a CUDA machine run {INSTALL_HINT} "
+            f"(pinned to the torch it needs; docs/SCALING.md), or {instead}")
+
+
+def require_vllm(what: str, instead: str) -> None:
+    """Raise ``VLLMMissing`` (one line, with the install command) unless vLLM is importable."""
+    if not vllm_importable():
+        raise VLLMMissing(missing_message(what, instead))
+
+
+def require_for_run(config: Any, device: str) -> None:
+    """Before a training run loads anything: vLLM asked for (``grpo.vllm.mode`` not off) needs a
+    CUDA device (``device`` is the resolved one, so ``auto`` on a CPU box fails here) and the
+    package. A no-op with vLLM off."""
+    mode = config.grpo.vllm.mode
+    if mode == "off":
+        return
+    what = f"grpo.vllm.mode: {mode}"
+    if device != "cuda":
+        raise VLLMMissing(f"{what}: vLLM generates on CUDA GPUs only and this run's device is "
+                          f"{device}; set grpo.vllm.mode: off (or run on a GPU)")
+    require_vllm(what, "set grpo.vllm.mode: off")
+
+
+__all__ = ["INSTALL_HINT", "VLLMMissing", "missing_message", "require_for_run", "require_vllm",
+           "vllm_importable"]
