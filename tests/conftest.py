@@ -48,6 +48,23 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def lively():
+    """A tiny random model (grouped-query attention: 4 heads, 2 kv heads) with large weights, so
+    greedy replies depend on the prompt and stop at different lengths (the decoder tests)."""
+    import torch
+
+    from toolrl_lib.models import make_tiny_model
+
+    model, tokenizer = make_tiny_model(seed=1, hidden_size=32)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() > 1:
+                p.normal_(0, 0.5)
+    return model, tokenizer
+
+
 @pytest.fixture(scope="session")
 def embedded_model_dir() -> Path:
     """The real embedded model folder (converted from the GGUF once per machine)."""

@@ -1,26 +1,11 @@
 """The prefix-cached greedy decoder gives generate()'s tokens while pre-filling only what is new."""
 
-import pytest
-import torch
 
 from toolrl_lib.fast.decode import TranscriptCache, cache_bytes, common_prefix
 from toolrl_lib.generation import generate
-from toolrl_lib.models import make_tiny_model
 
 START = ("<|im_start|>system\nYou are a helper with tools.<|im_end|>\n"
          "<|im_start|>user\nHi there, list files<|im_end|>\n<|im_start|>assistant\n")
-
-
-@pytest.fixture(scope="module")
-def lively():
-    """A tiny random model with large weights, so greedy replies depend on the prompt."""
-    model, tokenizer = make_tiny_model(seed=1, hidden_size=32)
-    torch.manual_seed(0)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() > 1:
-                p.normal_(0, 0.5)
-    return model, tokenizer
 
 
 def test_common_prefix():

@@ -2,28 +2,13 @@
 pre-filling only what is new, and keeps each episode's cache apart from the others'."""
 
 import pytest
-import torch
 
 from toolrl_lib.fast.slots import SlotEngine, supports_slots
 from toolrl_lib.generation import generate
-from toolrl_lib.models import make_tiny_model
 
 START = ("<|im_start|>system\nYou are a helper with tools.<|im_end|>\n"
          "<|im_start|>user\nHi there, {ask}<|im_end|>\n<|im_start|>assistant\n")
 ASKS = ["list files", "make a folder called temp", "what is 2+2?", "go"]
-
-
-@pytest.fixture(scope="module")
-def lively():
-    """A tiny random model (grouped-query attention: 4 heads, 2 kv heads) with large weights,
-    so greedy replies depend on the prompt and stop at different lengths."""
-    model, tokenizer = make_tiny_model(seed=1, hidden_size=32)
-    torch.manual_seed(0)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() > 1:
-                p.normal_(0, 0.5)
-    return model, tokenizer
 
 
 def ids(tokenizer, text):
