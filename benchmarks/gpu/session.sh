@@ -73,8 +73,16 @@
 #     python -m benchmarks.reward_vs_bfcl dirs runs/rl_single_turn_fixed/bfcl/{base,primed,grpo} --tag gpu_fixed
 #   Dry run of this chain on CPU (tiny random model as primed_model, --device cpu, tiny --set sizes):
 #   train + bfcl --only grpo,primed --limit 1 ran end to end (selection on validation, hard negatives, kind order).
+# Issue 37 (one H200, kind nvidia-h200): vLLM 0.26.0 (the bundle of benchmarks/gpu/fetch_vllm.sh, two parts)
+#   1 [.whl/gguf1 .whl/base data/processed/smoke], model [.whl/gguf2], vllm1 [.whl/vllm1],
+#   vllm2 [.whl/vllm2] (unpacks to /tmp/vllm-site, on PYTHONPATH below), then in the same or later calls:
+#   tp []   GRPO throughput, today's path against vLLM (benchmarks/gpu/grpo_throughput.py, <= STP s)
+#           -> $OUT/throughput.tar.gz; then here: python -m benchmarks.gpu.grpo_throughput report --rows ...
+#   bfclv [] BFCL single-turn generation of the embedded model, all 3,641 entries, vLLM then our
+#           generator, each timed -> $OUT/bfcl_vllm.tar.gz; then here: python -m benchmarks.bfcl_backends ...
 set -uo pipefail
-export PYTHONPATH=/tmp/site:$PWD TOOLRL_CACHE=/tmp/toolrl-cache HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
+export PYTHONPATH=/tmp/site:/tmp/vllm-site:$PWD TOOLRL_CACHE=/tmp/toolrl-cache HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
+export VLLM_USE_FLASHINFER_SAMPLER=0  # flashinfer is not in the bundle: vLLM's own sampler
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-/tmp/out}
 T0=$(date +%s)
@@ -168,6 +176,23 @@ case "${1:?step}" in
      python3 -m benchmarks.gpu.full_profile_fit --config configs/qwen3_1p7b_colab.yaml --shapes qwen3-1.7b \
        --memory-cap-gb 15 --merge --label colab_profile_fit --max-steps 3 --out "$OUT" \
        --time-budget-s "${SCOLAB:-230}" 2>&1 | tail -24 ;;
+  vllm1) mkdir -p /tmp/vparts && cp .whl/vllm1/part.* /tmp/vparts/ && ls -la /tmp/vparts ;;
+  vllm2) cat /tmp/vparts/part.* .whl/vllm2/part.* | xz -d | tar x -C /tmp && rm -rf /tmp/vparts
+     python3 -c "import vllm, trl; print('vllm', vllm.__version__, 'trl', trl.__version__)" 2>&1 | tail -1 ;;
+  tp) python3 -m benchmarks.gpu.grpo_throughput run --out /tmp/tp --budget-s "$(left "${STP:-540}")" \
+       ${TP_ARGS:-} --command "python -m benchmarks.gpu.grpo_throughput run --out \$OUT ${TP_ARGS:-}"
+     for f in /tmp/tp/*.log; do echo "== $f"; grep -v "it/s]" "$f" | grep -i "error\|fast:\|GRPO (" | tail -4; done
+     pack throughput --exclude="*.safetensors" --exclude="*.pt" --exclude="*.bin" -C /tmp tp ;;
+  bfclv) S=${SBV:-560}; mkdir -p /tmp/bv
+     for backend in vllm hf; do
+       extra=(--batch-size 4096); [ "$backend" = hf ] && extra=(--batch-size 512 --max-batch-tokens 1048576)
+       start=$(date +%s)
+       timeout "$(left $((S - 15)))" python3 -m toolrl_lib.cli eval bfcl --model embedded --backend "$backend" \
+         --dtype bf16 --no-score --out "/tmp/bv/$backend" "${extra[@]}" > "/tmp/bv/$backend.log" 2>&1
+       echo "{\"backend\": \"$backend\", \"rc\": $?, \"seconds\": $(( $(date +%s) - start ))}" | tee -a /tmp/bv/times.jsonl
+       grep -v "it/s]" "/tmp/bv/$backend.log" | tail -3
+     done
+     pack bfcl_vllm -C /tmp bv ;;
   9) python3 -m benchmarks.gpu.merged_generation --device cuda --shapes qwen3-8b --batch 32 --new-tokens 128 \
        --repeats 1 --out "$OUT" 2>&1 | tail -8 ;;
 esac

@@ -1,0 +1,279 @@
+"""GRPO throughput of the embedded model on one GPU: today's rollout path against vLLM, side by side.
+
+The run is ``configs/embedded_gpu.yaml`` as the course trains it (LoRA r16 on all projections,
+G=8, 128-token completions, optimizer steps of 64 completions) with rollouts generated in
+rounds of 512 completions (64 prompts x 8), through the library's own ``toolrl_lib.train.train``.
+Priming, validation and filtering are off: only the GRPO loop is timed, from the base model.
+
+Every variant runs in its own process (a fresh GPU: vLLM's colocated engine keeps its memory
+until the process ends), one after another, under one ``--budget-s``. Per variant:
+
+- ``completions_per_s``: completions of the timed rounds / wall seconds from the end of the
+  warm-up rounds to the end of the last timed step (rollouts, rewards, log-prob passes,
+  forward/backward, optimizer and weight sync: everything a step does);
+- ``generation_share``: seconds inside TRL's rollout method (``fast.generation_times``: vLLM's
+  generate and its weight sync, or transformers' ``generate``) / those wall seconds;
+- ``peak_gib``: the most GPU memory in use on the device (``cudaMemGetInfo``, vLLM's KV-cache
+  reserve included) at any step end; ``torch_peak_gib`` the caching allocator's own peak;
+- ``startup_s``: from process start to the first step (model load, vLLM engine, compile).
+
+Rows go to ``<out>/grpo_throughput.json`` (and ``.csv``, ``.md``) as each variant ends; a variant
+that fails or is cut by the budget is a row with its error. Each vLLM row carries
+``baseline_path`` (``trl_generate``, today's path) and ``ratio`` when both ran in the same run.
+
+    python -m benchmarks.gpu.grpo_throughput run --out $OUT --budget-s 540        # GPU host
+    python -m benchmarks.gpu.grpo_throughput run --out /tmp/t --device cpu --variants trl_generate \\
+        --rounds 1 --warmup-rounds 1 --set grpo.generation_batch_size=16 ...      # CPU smoke (tests)
+    python -m benchmarks.gpu.grpo_throughput report --rows $OUT/grpo_throughput.json --out benchmarks/results
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+CONFIG = "configs/embedded_gpu.yaml"
+ROUND = 512  # completions per rollout round (64 prompts x G=8)
+BASELINE = "trl_generate"
+VLLM = ["grpo.vllm.mode=colocate"]
+ONE_MICRO_BATCH = ["grpo.per_device_train_batch_size=64", "grpo.gradient_accumulation_steps=1"]
+
+# name -> (what it is, overrides of the config on top of the common ones)
+VARIANTS: dict[str, tuple[str, list[str]]] = {
+    "trl_generate": ("today's path: TRL's transformers generate, micro-batches of 16 x 4", []),
+    "vllm": ("TRL's vLLM colocate engine (0.3 of the GPU), micro-batches of 16 x 4", VLLM),
+    "vllm_mb64": ("vLLM colocate, each optimizer step one micro-batch of 64", VLLM + ONE_MICRO_BATCH),
+    "vllm_mb64_shared": ("vLLM colocate, micro-batch 64, each prompt's forward shared by its 8 "
+                         "completions (fast.shared_prompt)", VLLM + ONE_MICRO_BATCH + ["fast.shared_prompt=true"]),
+    "trl_generate_mb64": ("transformers generate, micro-batch of 64", ONE_MICRO_BATCH),
+}
+DEFAULT_VARIANTS = "trl_generate,vllm,vllm_mb64,vllm_mb64_shared"
+FIELDS = ["model", "path", "completions_per_s", "generation_share", "peak_gib", "steps", "baseline_path",
+          "ratio", "seconds_per_step", "generation_s_per_round", "torch_peak_gib", "startup_s",
+          "completions", "mean_completion_tokens", "what", "error"]
+
+
+def common_overrides(round_size: int, steps: int) -> list[str]:
+    """What every variant shares: rounds of ``round_size``, ``steps`` optimizer steps, nothing but GRPO."""
+    return [f"grpo.generation_batch_size={round_size}", f"grpo.max_steps={steps}", "priming.enabled=false",
+            "validation.enabled=false", "filtering.enabled=false", "checkpoint.save_steps=100000",
+            "fast.generation_times=true", "logging.progress_bar=false", "logging.logging_steps=1"]
+
+
+def steps_per_round(config: Any) -> int:
+    g = config.grpo
+    per_step = g.per_device_train_batch_size * g.gradient_accumulation_steps
+    if g.generation_batch_size % per_step:
+        raise ValueError(f"a round of {g.generation_batch_size} is not a whole number of optimizer steps "
+                         f"of {per_step} completions")
+    return g.generation_batch_size // per_step
+
+
+def summarize(step_ends: list[float], memory: list[float], generation: list[dict[str, Any]],
+              spr: int, warmup_rounds: int, round_size: int) -> dict[str, Any]:
+    """The row's figures from the step-end clock (``step_ends[i]``: end of step i+1), the device
+    memory samples (GiB) and the rollout timings (one per round, in order).
+
+    >>> summarize([1, 2, 4, 6], [1.0, 2.5], [{"seconds": 0.5}, {"seconds": 1.0}], 2, 1, 8)["completions_per_s"]
+    2.0
+    """
+    start = warmup_rounds * spr
+    if len(step_ends) < start + spr:
+        raise RuntimeError(f"{len(step_ends)} steps ended; the timing needs at least {start + spr}")
+    rounds = (len(step_ends) - start) // spr
+    end = start + rounds * spr
+    seconds = step_ends[end - 1] - step_ends[start - 1] if start else step_ends[end - 1]
+    timed = generation[warmup_rounds:warmup_rounds + rounds]
+    gen_s = sum(r["seconds"] for r in timed)
+    return {"steps": end - start, "completions": rounds * round_size,
+            "completions_per_s": round(rounds * round_size / seconds, 2),
+            "seconds_per_step": round(seconds / (end - start), 3),
+            "generation_share": round(gen_s / seconds, 3),
+            "generation_s_per_round": round(gen_s / max(len(timed), 1), 3),
+            "peak_gib": round(max(memory, default=0.0), 2)}
+
+
+def worker(args: argparse.Namespace) -> int:
+    """One variant in this process: train, clock the steps, write ``<out>/rows/<variant>.json``."""
+    began = time.perf_counter()
+    import torch
+    from transformers import TrainerCallback
+
+    from toolrl_lib.fast.gen_timing import read_generation_times
+    from toolrl_lib.train import load_run_config, train
+
+    what, own = VARIANTS[args.variant]
+    overrides = [*own, *args.set]
+    probe = load_run_config(args.config, [*common_overrides(args.round, 1), *overrides])
+    spr = steps_per_round(probe)
+    steps = (args.warmup_rounds + args.rounds) * spr
+    config = load_run_config(args.config, [*common_overrides(args.round, steps), *overrides,
+                                           f"device={args.device}"])
+    cuda = args.device == "cuda"
+
+    class Clock(TrainerCallback):
+        def __init__(self) -> None:
+            self.ends: list[float] = []
+            self.memory: list[float] = []
+            self.first: float | None = None
+
+        def on_step_begin(self, *a: Any, **k: Any) -> None:
+            if self.first is None:
+                self.first = time.perf_counter()
+
+        def on_step_end(self, *a: Any, **k: Any) -> None:
+            if cuda:
+                torch.cuda.synchronize()
+                free, total = torch.cuda.mem_get_info()
+                self.memory.append((total - free) / 2**30)
+            self.ends.append(time.perf_counter())
+
+    clock = Clock()
+    run = Path(args.out) / "runs" / args.variant
+    row: dict[str, Any] = {"model": "embedded", "path": args.variant, "what": what}
+    try:
+        train(config, run, callbacks=[clock])
+        row.update(summarize(clock.ends, clock.memory, read_generation_times(run), spr,
+                             args.warmup_rounds, args.round))
+        row["startup_s"] = round((clock.first or began) - began, 1)
+        if cuda:
+            row["torch_peak_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 2)
+        lengths = [float(r["completions/mean_length"]) for r in _metrics(run) if r.get("completions/mean_length")]
+        if lengths:
+            row["mean_completion_tokens"] = round(sum(lengths) / len(lengths), 1)
+    except Exception as error:  # a failed variant is a row with its error, the next one still runs
+        row["error"] = f"{type(error).__name__}: {error}"[:600]
+        row["steps"] = len(clock.ends)
+    (Path(args.out) / "rows").mkdir(parents=True, exist_ok=True)
+    (Path(args.out) / "rows" / f"{args.variant}.json").write_text(json.dumps(row, indent=1))
+    print(json.dumps(row))
+    return 0 if "error" not in row else 1
+
+
+def _metrics(run: Path) -> list[dict[str, str]]:
+    path = run / "metrics.csv"
+    if not path.is_file():
+        return []
+    with path.open(encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def with_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each measured row other than the baseline gets ``baseline_path`` and ``ratio`` (its
+    completions/s over the baseline's) when the baseline was measured in the same run."""
+    base = next((r for r in rows if r["path"] == BASELINE and r.get("completions_per_s")), None)
+    for row in rows:
+        if base is not None and row is not base and row.get("completions_per_s"):
+            row["baseline_path"] = BASELINE
+            row["ratio"] = round(row["completions_per_s"] / base["completions_per_s"], 2)
+    return rows
+
+
+def write_tables(rows: list[dict[str, Any]], out: Path, command: str = "") -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    rows = with_ratios(rows)
+    (out / "grpo_throughput.json").write_text(json.dumps({"rows": rows, "command": command}, indent=1))
+    with (out / "grpo_throughput.csv").open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, FIELDS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    lines = ["| path | completions/s | x today's path | generation share | s/step | generation s/round | "
+             "peak GiB (device) | steps timed | startup s | mean tokens |", "|" + " --- |" * 10]
+    for r in rows:
+        if r.get("error"):
+            lines.append(f"| {r['path']} | failed: {r['error'][:160]} |" + " |" * 8)
+            continue
+        lines.append(f"| {r['path']} | {r['completions_per_s']} | {r.get('ratio', '')} | "
+                     f"{r['generation_share']:.0%} | {r['seconds_per_step']} | {r['generation_s_per_round']} | "
+                     f"{r['peak_gib']} | {r['steps']} | {r.get('startup_s', '')} | "
+                     f"{r.get('mean_completion_tokens', '')} |")
+    lines += ["", *(f"- `{r['path']}`: {r['what']}" for r in rows)]
+    if command:
+        lines += ["", "```bash", command, "```"]
+    (out / "grpo_throughput.md").write_text("\n".join(lines) + "\n")
+
+
+def run_all(args: argparse.Namespace) -> int:
+    """Every variant in its own subprocess, in order, within ``--budget-s``; tables after each."""
+    deadline = time.time() + args.budget_s
+    out = Path(args.out)
+    rows: list[dict[str, Any]] = []
+    for variant in args.variants.split(","):
+        if variant not in VARIANTS:
+            raise SystemExit(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
+        left = deadline - time.time()
+        if left < args.min_start_s:
+            rows.append({"model": "embedded", "path": variant, "what": VARIANTS[variant][0],
+                         "error": f"not started: {left:.0f} s left of --budget-s"})
+            continue
+        command = [sys.executable, "-m", "benchmarks.gpu.grpo_throughput", "worker", "--variant", variant,
+                   "--out", str(out), "--config", args.config, "--device", args.device,
+                   "--rounds", str(args.rounds), "--warmup-rounds", str(args.warmup_rounds),
+                   "--round", str(args.round), *(f"--set={s}" for s in args.set)]
+        log = out / f"{variant}.log"
+        out.mkdir(parents=True, exist_ok=True)
+        print(f"[{args.budget_s - left:5.0f}s] {variant} ...", flush=True)
+        with log.open("w") as handle:
+            try:
+                subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, timeout=left, check=False)
+            except subprocess.TimeoutExpired:
+                pass
+        path = out / "rows" / f"{variant}.json"
+        row = json.loads(path.read_text()) if path.is_file() else {
+            "model": "embedded", "path": variant, "what": VARIANTS[variant][0],
+            "error": "no result (killed at the budget, or crashed): " + _tail(log)}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        write_tables(rows, out, args.command)
+    return 0
+
+
+def _tail(log: Path, lines: int = 3) -> str:
+    text = log.read_text(errors="replace").strip().splitlines() if log.is_file() else []
+    return " / ".join(text[-lines:])[-400:]
+
+
+def report(args: argparse.Namespace) -> int:
+    data = json.loads(Path(args.rows).read_text())
+    write_tables(data["rows"], Path(args.out), args.command or data.get("command", ""))
+    print((Path(args.out) / "grpo_throughput.md").read_text())
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    for name in ("run", "worker"):
+        p = sub.add_parser(name)
+        p.add_argument("--out", required=True)
+        p.add_argument("--config", default=CONFIG)
+        p.add_argument("--device", default="cuda")
+        p.add_argument("--rounds", type=int, default=3, help="timed rounds (8 optimizer steps each)")
+        p.add_argument("--warmup-rounds", type=int, default=1)
+        p.add_argument("--round", type=int, default=ROUND, help="completions per rollout round")
+        p.add_argument("--set", action="append", default=[], help="extra KEY=VALUE for every variant")
+        if name == "run":
+            p.add_argument("--variants", default=DEFAULT_VARIANTS)
+            p.add_argument("--budget-s", type=float, default=540)
+            p.add_argument("--min-start-s", type=float, default=60)
+            p.add_argument("--command", default="", help="the command line to record in the tables")
+        else:
+            p.add_argument("--variant", required=True, choices=list(VARIANTS))
+    p = sub.add_parser("report")
+    p.add_argument("--rows", required=True)
+    p.add_argument("--out", default="benchmarks/results")
+    p.add_argument("--command", default="")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    return {"run": run_all, "worker": worker, "report": report}[args.what](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
