@@ -30,6 +30,7 @@ that fails or is cut by the budget is a row with its error. Each vLLM row carrie
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import os
@@ -220,11 +221,9 @@ def run_all(args: argparse.Namespace) -> int:
         log = out / f"{variant}.log"
         out.mkdir(parents=True, exist_ok=True)
         print(f"[{args.budget_s - left:5.0f}s] {variant} ...", flush=True)
-        with log.open("w") as handle:
-            try:
-                subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, timeout=left, check=False)
-            except subprocess.TimeoutExpired:
-                pass
+        # on timeout run() kills the worker; its missing row says so below
+        with log.open("w") as handle, contextlib.suppress(subprocess.TimeoutExpired):
+            subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, timeout=left, check=False)
         path = out / "rows" / f"{variant}.json"
         row = json.loads(path.read_text()) if path.is_file() else {
             "model": "embedded", "path": variant, "what": VARIANTS[variant][0],

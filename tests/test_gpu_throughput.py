@@ -1,0 +1,103 @@
+"""benchmarks/gpu/grpo_throughput.py: the timing arithmetic, the tables, the variants' configs, and
+(harness, ``pytest -m gpu_harness``) one variant end to end on CPU with the tiny model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks.gpu import grpo_throughput as tp
+
+
+def test_summarize_times_whole_rounds_after_the_warm_up():
+    # 2 steps a round; warm-up round = steps 1-2; steps 3-6 are two timed rounds of 8 completions
+    ends = [10.0, 11.0, 13.0, 15.0, 16.0, 19.0, 25.0]  # step 7 starts a third round, not finished
+    generation = [{"seconds": 9.0}, {"seconds": 1.5}, {"seconds": 2.5}, {"seconds": 4.0}]
+    row = tp.summarize(ends, [3.0, 7.5, 5.0], generation, spr=2, warmup_rounds=1, round_size=8)
+    assert row["steps"] == 4 and row["completions"] == 16
+    assert row["completions_per_s"] == round(16 / (19.0 - 11.0), 2)
+    assert row["generation_share"] == round((1.5 + 2.5) / 8.0, 3)  # the warm-up round's 9 s left out
+    assert row["generation_s_per_round"] == 2.0 and row["peak_gib"] == 7.5
+    assert row["seconds_per_step"] == 2.0
+
+
+def test_summarize_refuses_a_run_shorter_than_one_timed_round():
+    with pytest.raises(RuntimeError, match="at least 4"):
+        tp.summarize([1.0, 2.0, 3.0], [], [], spr=2, warmup_rounds=1, round_size=8)
+
+
+def test_ratios_are_against_the_baseline_of_the_same_run_only():
+    rows = [{"path": "trl_generate", "completions_per_s": 40.0},
+            {"path": "vllm", "completions_per_s": 100.0},
+            {"path": "vllm_mb64", "error": "OOM"}]
+    out = tp.with_ratios(rows)
+    assert out[1]["ratio"] == 2.5 and out[1]["baseline_path"] == "trl_generate"
+    assert "ratio" not in out[0] and "ratio" not in out[2]
+    alone = tp.with_ratios([{"path": "vllm", "completions_per_s": 100.0}])
+    assert "ratio" not in alone[0]  # no baseline measured in this run: no ratio made up
+
+
+def test_tables_keep_failed_rows_and_the_command(tmp_path):
+    rows = [{"path": "trl_generate", "what": "x", "completions_per_s": 40.0, "generation_share": 0.6,
+             "seconds_per_step": 1.6, "generation_s_per_round": 8.0, "peak_gib": 16.0, "steps": 24},
+            {"path": "vllm", "what": "y", "error": "ImportError: no vllm"}]
+    tp.write_tables(rows, tmp_path, "python -m benchmarks.gpu.grpo_throughput run --out $OUT")
+    md = (tmp_path / "grpo_throughput.md").read_text()
+    assert "| trl_generate | 40.0 |" in md and "failed: ImportError: no vllm" in md
+    assert "python -m benchmarks.gpu.grpo_throughput run" in md
+    data = json.loads((tmp_path / "grpo_throughput.json").read_text())
+    assert [r["path"] for r in data["rows"]] == ["trl_generate", "vllm"]
+    header = (tmp_path / "grpo_throughput.csv").read_text().splitlines()[0].split(",")
+    assert header[:8] == ["model", "path", "completions_per_s", "generation_share", "peak_gib", "steps",
+                          "baseline_path", "ratio"]
+
+
+@pytest.mark.parametrize("variant", sorted(tp.VARIANTS))
+def test_every_variant_is_a_valid_run_with_whole_rounds(variant):
+    from toolrl_lib.train.config import load_run_config
+
+    what, overrides = tp.VARIANTS[variant]
+    config = load_run_config(tp.CONFIG, [*tp.common_overrides(tp.ROUND, 32), *overrides])
+    assert config.grpo.generation_batch_size == 512 and config.grpo.num_generations == 8
+    assert config.grpo.max_completion_length == 128 and not config.priming.enabled
+    assert tp.steps_per_round(config) * config.grpo.per_device_train_batch_size \
+        * config.grpo.gradient_accumulation_steps == 512
+    assert config.grpo.vllm.on == ("vllm" in variant)
+
+
+def test_a_round_that_is_not_whole_steps_is_refused():
+    from toolrl_lib.train.config import load_run_config
+
+    config = load_run_config(tp.CONFIG, [*tp.common_overrides(96, 1), "grpo.per_device_train_batch_size=64",
+                                         "grpo.gradient_accumulation_steps=1"], check=False)
+    with pytest.raises(ValueError, match="not a whole number"):
+        tp.steps_per_round(config)
+
+
+def test_an_unknown_variant_stops_before_anything_runs(tmp_path):
+    with pytest.raises(SystemExit, match="unknown variant"):
+        tp.main(["run", "--out", str(tmp_path), "--variants", "trl_generate,warp_drive", "--budget-s", "0"])
+
+
+@pytest.mark.gpu_harness
+@pytest.mark.slow
+def test_one_variant_end_to_end_on_cpu(tmp_path, tiny_model_dir):
+    """The worker's whole path on CPU: train through toolrl_lib, clock the steps, one row; a vLLM
+    variant on this box is a row with the one-line missing-vLLM error, and the run goes on."""
+    from toolrl_lib.data.example import write_jsonl
+    from toolrl_lib.data.synthetic import generate_examples
+
+    write_jsonl(generate_examples(32, seed=1), tmp_path / "train.jsonl")
+    sets = [f"data.train_files=[{tmp_path / 'train.jsonl'}]", f"model.name={tiny_model_dir}",
+            "model.family=hermes", "model.dtype=fp32", "grpo.per_device_train_batch_size=8",
+            "grpo.gradient_accumulation_steps=1", "grpo.max_completion_length=8"]
+    rc = tp.main(["run", "--out", str(tmp_path / "out"), "--device", "cpu", "--variants", "trl_generate,vllm",
+                  "--round", "16", "--rounds", "1", "--warmup-rounds", "1", "--budget-s", "300",
+                  "--min-start-s", "0", *(f"--set={s}" for s in sets)])
+    rows = json.loads((tmp_path / "out" / "grpo_throughput.json").read_text())["rows"]
+    assert rc == 0 and [r["path"] for r in rows] == ["trl_generate", "vllm"]
+    assert "error" not in rows[0], rows[0]
+    assert rows[0]["steps"] == 2 and rows[0]["completions"] == 16 and rows[0]["completions_per_s"] > 0
+    assert 0 < rows[0]["generation_share"] < 1
+    assert "vLLM" in rows[1]["error"] and "ratio" not in rows[1]
