@@ -62,7 +62,7 @@ def test_every_field_has_help():
     rows = {key: text for key, _, text in settings_help()}
     fields = [f.name for f in dataclasses.fields(type(RunConfig().grpo.vllm))]
     assert fields == ["mode", "gpu_memory_utilization", "max_model_len", "enable_sleep_mode",
-                      "tensor_parallel_size", "server_host", "server_port", "server_timeout"]
+                      "tensor_parallel_size", "server_host", "server_port", "server_timeout", "detokenize"]
     assert all(rows[f"grpo.vllm.{name}"] for name in fields)
 
 
@@ -215,7 +215,13 @@ def test_grpo_config_kwargs_per_mode():
                                                                         "vllm_mode": "server"}
     # unsloth: its own engine (fast_inference); its patched trainer turns use_vllm on itself
     assert grpo_vllm_kwargs(colocate, backend="unsloth") == {}
-    for cfg in (colocate, explicit, server):
+    # detokenize: false reaches vLLM's SamplingParams through generation_kwargs, in both modes
+    quiet = config(*GPU, "grpo.vllm.mode=colocate", "grpo.vllm.detokenize=false")
+    assert grpo_vllm_kwargs(quiet)["generation_kwargs"] == {"detokenize": False}
+    quiet_server = config(*GPU, "grpo.vllm.mode=server", "grpo.vllm.detokenize=false")
+    assert grpo_vllm_kwargs(quiet_server)["generation_kwargs"] == {"detokenize": False}
+    assert "generation_kwargs" not in grpo_vllm_kwargs(config(*GPU, "grpo.vllm.detokenize=false"))  # off
+    for cfg in (colocate, explicit, server, quiet, quiet_server):
         assert set(grpo_vllm_kwargs(cfg)) <= trl_fields  # TRL 1.15's real field names
 
 

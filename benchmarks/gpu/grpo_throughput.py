@@ -53,9 +53,11 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "vllm_mb64": ("vLLM colocate, each optimizer step one micro-batch of 64", VLLM + ONE_MICRO_BATCH),
     "vllm_mb64_shared": ("vLLM colocate, micro-batch 64, each prompt's forward shared by its 8 "
                          "completions (fast.shared_prompt)", VLLM + ONE_MICRO_BATCH + ["fast.shared_prompt=true"]),
+    "vllm_mb64_nodetok": ("vLLM colocate, micro-batch 64, vLLM's detokenizer off (grpo.vllm.detokenize=false: "
+                          "TRL decodes the ids itself)", VLLM + ONE_MICRO_BATCH + ["grpo.vllm.detokenize=false"]),
     "trl_generate_mb64": ("transformers generate, micro-batch of 64", ONE_MICRO_BATCH),
 }
-DEFAULT_VARIANTS = "trl_generate,vllm,vllm_mb64,vllm_mb64_shared"
+DEFAULT_VARIANTS = "trl_generate,vllm,vllm_mb64,vllm_mb64_nodetok,vllm_mb64_shared"
 FIELDS = ["model", "path", "completions_per_s", "generation_share", "peak_gib", "steps", "baseline_path",
           "ratio", "seconds_per_step", "generation_s_per_round", "torch_peak_gib", "startup_s",
           "completions", "mean_completion_tokens", "what", "error"]

@@ -55,8 +55,9 @@ def grpo_vllm_kwargs(config: RunConfig, backend: str = "peft") -> dict[str, Any]
     v = config.grpo.vllm
     if not v.on or backend == "unsloth":
         return {}
+    sampling = {} if v.detokenize else {"generation_kwargs": {"detokenize": False}}  # vLLM SamplingParams
     if v.mode == "server":
-        kwargs: dict[str, Any] = {"use_vllm": True, "vllm_mode": "server"}
+        kwargs: dict[str, Any] = {"use_vllm": True, "vllm_mode": "server", **sampling}
         for ours, trl_name in (("server_host", "vllm_server_host"), ("server_port", "vllm_server_port"),
                                ("server_timeout", "vllm_server_timeout")):
             if getattr(v, ours) is not None:
@@ -67,7 +68,7 @@ def grpo_vllm_kwargs(config: RunConfig, backend: str = "peft") -> dict[str, Any]
         "vllm_gpu_memory_utilization": v.gpu_memory_utilization or VLLM_GPU_MEMORY_DEFAULT,
         "vllm_max_model_length": vllm_max_model_len(config),
         "vllm_enable_sleep_mode": v.enable_sleep_mode,
-        "vllm_tensor_parallel_size": v.tensor_parallel_size or 1,
+        "vllm_tensor_parallel_size": v.tensor_parallel_size or 1, **sampling,
     }
 
 
