@@ -57,3 +57,37 @@ def test_mean_at_k_arguments():
         mean_at_k(model, tok, _examples(), "hermes", k=0)
     greedy = mean_at_k(model, tok, _examples(), "hermes", k=1, temperature=0, max_new_tokens=3)
     assert greedy.k == 1 and "binary_mean@1" in greedy.scores
+
+
+def test_a_sampler_replaces_generate_with_the_same_scores(monkeypatch):
+    """The same texts score the same whether ``generate`` (on a model) or a sampler (vLLM's, say)
+    produced them; each gets the prompts in example order and the sampling settings."""
+    from toolrl_lib import generation
+
+    _, tok = make_tiny_model(seed=0)
+    adapter = get_adapter("hermes")
+    call, none = _examples()
+    perfect = adapter.render_completion(call.ground_truth)
+    wrong = adapter.render_completion([{"name": "get_weather", "arguments": {"city": "Rome"}}])
+    texts = {adapter.render_prompt(call, tok): [perfect, wrong],
+             adapter.render_prompt(none, tok): [perfect, perfect]}
+    seen = {}
+
+    def fake_generate(model, tokenizer, prompts, **kwargs):
+        seen["generate"] = (model, list(prompts), kwargs)
+        return [texts[p] for p in prompts]
+
+    def sampler(prompts, k, max_new_tokens, temperature, top_p, seed):
+        seen["sampler"] = (list(prompts), k, max_new_tokens, temperature, top_p, seed)
+        return [texts[p] for p in prompts]
+
+    monkeypatch.setattr(generation, "generate", fake_generate)
+    settings = {"k": 2, "max_new_tokens": 5, "temperature": 0.7, "top_p": 0.9, "seed": 4}
+    via_generate = mean_at_k("model", tok, [call, none], "hermes", batch_size=8, **settings)
+    via_sampler = mean_at_k(None, tok, [call, none], "hermes", sampler=sampler, **settings)
+    assert via_sampler.to_dict() == via_generate.to_dict()
+    assert via_sampler.per_example[0]["binary"] != via_sampler.per_example[1]["binary"]
+    assert seen["sampler"] == (list(texts), 2, 5, 0.7, 0.9, 4)
+    assert seen["generate"] == ("model", list(texts), {
+        "max_new_tokens": 5, "do_sample": True, "temperature": 0.7, "top_p": 0.9,
+        "num_return_sequences": 2, "batch_size": 8, "seed": 4})

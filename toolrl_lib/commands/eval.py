@@ -68,6 +68,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     mean.add_argument("--max-new-tokens", type=int, default=128)
     mean.add_argument("--temperature", type=float, default=1.0)
     mean.add_argument("--seed", type=int, default=0)
+    mean.add_argument("--backend", default="auto", choices=("auto", "hf", "vllm"),
+                      help="auto = vLLM where it is installed and a CUDA device exists, else transformers")
+    mean.add_argument("--dtype", default="auto")
     mean.set_defaults(handler=_mean_at_k)
 
 
@@ -182,8 +185,8 @@ def _setup(args: argparse.Namespace) -> int:
 
 def _mean_at_k(args: argparse.Namespace) -> int:
     from toolrl_lib.data.example import read_jsonl
+    from toolrl_lib.evaluate.backends import load_sampler
     from toolrl_lib.evaluate.mean_at_k import mean_at_k
-    from toolrl_lib.models import load_model, load_tokenizer
     from toolrl_lib.paths import resolve
     from toolrl_lib.prompts import detect_family
 
@@ -192,12 +195,11 @@ def _mean_at_k(args: argparse.Namespace) -> int:
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found (notebook 01 / `toolrl data prepare` writes it)")
     examples = list(read_jsonl(path))[: args.limit]
-    tokenizer = load_tokenizer(args.model)
-    model = load_model(args.model)
-    family = args.family or detect_family(tokenizer)
+    loaded = load_sampler(args.model, backend=args.backend, dtype=args.dtype)
+    family = args.family or detect_family(loaded.tokenizer)
     result = mean_at_k(
-        model, tokenizer, examples, family, k=args.k, max_new_tokens=args.max_new_tokens,
-        temperature=args.temperature, seed=args.seed,
+        None, loaded.tokenizer, examples, family, k=args.k, max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature, seed=args.seed, sampler=loaded.sample,
     )  # fmt: skip
     print(json.dumps({"family": family, "n_examples": result.n_examples, **result.scores}, indent=2))
     return 0

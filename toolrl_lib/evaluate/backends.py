@@ -1,8 +1,9 @@
-"""Greedy generation backends for evaluation: transformers everywhere, vLLM when present.
+"""Generation backends for evaluation: transformers everywhere, vLLM when present.
 
 ``auto`` picks vLLM only when it is importable AND a CUDA device exists; otherwise plain
-``toolrl_lib.generation.generate`` (the same sampler training validation uses). Both
-return one completion string per prompt, without the prompt or special tokens.
+``toolrl_lib.generation.generate`` (the same sampler training validation uses). Two shapes:
+greedy (``load_for_eval``: one completion per prompt, BFCL) and sampling (``load_sampler``:
+k completions per prompt, mean@k); both return completions without the prompt or special tokens.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from typing import Any
 BACKENDS = ("auto", "hf", "vllm")
 
 Generator = Callable[[list[str]], list[str]]
+# (prompts, k, max_new_tokens, temperature, top_p, seed) -> k completions per prompt
+Sampler = Callable[[list[str], int, int, float, float, int], list[list[str]]]
+VLLM_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
 def cuda_available() -> bool:
@@ -78,14 +82,8 @@ def load_for_eval(
     if backend == "vllm" and not base:
         return LoadedModel(tokenizer, _vllm_generator(path, tokenizer, max_new_tokens, dtype), "vllm")
     from toolrl_lib.generation import generate
-    from toolrl_lib.models import load_model
 
-    if base:
-        from peft import PeftModel
-
-        hf_model = PeftModel.from_pretrained(load_model(base, dtype=dtype), path).merge_and_unload()
-    else:
-        hf_model = load_model(path, dtype=dtype)
+    hf_model = _hf_model(path, base, dtype)
 
     def complete(prompts: list[str]) -> list[str]:
         outs = generate(
@@ -94,6 +92,75 @@ def load_for_eval(
         return [o[0] for o in outs]
 
     return LoadedModel(tokenizer, complete, "hf", hf_model)
+
+
+@dataclass
+class LoadedSampler:
+    """A model ready to sample k completions per prompt (mean@k), plus its tokenizer."""
+
+    tokenizer: Any
+    sample: Sampler
+    backend: str
+
+
+def load_sampler(
+    model: str, *, backend: str = "auto", dtype: str = "auto", batch_size: int = 16
+) -> LoadedSampler:
+    """Load ``model`` (as ``load_for_eval`` does) for sampling. vLLM loads model folders only: an
+    adapter folder goes to transformers under ``auto`` and is refused, in one line, under ``vllm``
+    (before anything loads)."""
+    from toolrl_lib.models import resolve_model
+
+    picked = pick_backend(backend)
+    base = adapter_base(model)
+    if picked == "vllm" and base:
+        if backend == "vllm":
+            raise ValueError(adapter_refusal(model))
+        picked = "hf"
+    tokenizer = eval_tokenizer(model)
+    if picked == "vllm":
+        return LoadedSampler(tokenizer, _vllm_sampler(resolve_model(model), tokenizer, dtype), "vllm")
+    hf_model = _hf_model(model if base else resolve_model(model), base, dtype)
+    return LoadedSampler(tokenizer, hf_sampler(hf_model, tokenizer, batch_size), "hf")
+
+
+def adapter_refusal(model: str) -> str:
+    """Why ``--backend vllm`` cannot take the adapter folder ``model``, and the merge that fixes it."""
+    from toolrl_lib.run_dir import run_of
+
+    run = run_of(model)
+    merge = f"toolrl merge --run {run} --checkpoint {Path(model).name}" if run else "toolrl merge"
+    return (f"--backend vllm: {model} is a LoRA adapter folder and vLLM needs a merged model "
+            f"folder: run `{merge}` first and pass its output (or use --backend hf)")
+
+
+def hf_sampler(model: Any, tokenizer: Any, batch_size: int = 16) -> Sampler:
+    """Sampling with ``toolrl_lib.generation.generate`` (what mean@k has always used);
+    ``temperature <= 0`` is greedy."""
+
+    def sample(prompts: list[str], k: int, max_new_tokens: int, temperature: float, top_p: float,
+               seed: int) -> list[list[str]]:
+        from toolrl_lib.generation import generate
+
+        sampling = temperature > 0
+        return generate(
+            model, tokenizer, prompts, max_new_tokens=max_new_tokens, do_sample=sampling,
+            temperature=temperature if sampling else 1.0, top_p=top_p, num_return_sequences=k,
+            batch_size=batch_size, seed=seed,
+        )  # fmt: skip
+
+    return sample
+
+
+def _hf_model(path: str, base: str | None, dtype: str) -> Any:
+    """The transformers model at ``path``; an adapter folder (``base`` given) merged into its base."""
+    from toolrl_lib.models import load_model
+
+    if base:
+        from peft import PeftModel
+
+        return PeftModel.from_pretrained(load_model(base, dtype=dtype), path).merge_and_unload()
+    return load_model(path, dtype=dtype)
 
 
 def adapter_base(model: str) -> str | None:
@@ -139,16 +206,27 @@ def _has_tokenizer(folder: Path) -> bool:
     return (folder / "tokenizer_config.json").is_file()
 
 
-def _vllm_generator(path: str, tokenizer: Any, max_new_tokens: int, dtype: str) -> Generator:
-    from vllm import LLM, SamplingParams
+def _vllm_llm(path: str, dtype: str) -> Any:
+    """The one vLLM engine for ``path``; the prefix cache is on, so prompts sharing a long tool
+    list (BFCL) or one prompt's k samples (mean@k) prefill it once."""
+    from vllm import LLM
 
-    names = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
-    llm = LLM(model=path, dtype=names.get(dtype, dtype), enable_prefix_caching=True)
+    return LLM(model=path, dtype=VLLM_DTYPES.get(dtype, dtype), enable_prefix_caching=True)
+
+
+def _vllm_stops(tokenizer: Any) -> list[int] | None:
     eos = tokenizer.eos_token_id
+    return [eos] if eos is not None else None
+
+
+def _vllm_generator(path: str, tokenizer: Any, max_new_tokens: int, dtype: str) -> Generator:
+    from vllm import SamplingParams
+
+    llm = _vllm_llm(path, dtype)
     params = SamplingParams(
         temperature=0.0,
         max_tokens=max_new_tokens,
-        stop_token_ids=[eos] if eos is not None else None,
+        stop_token_ids=_vllm_stops(tokenizer),
         skip_special_tokens=True,
     )
 
@@ -157,3 +235,27 @@ def _vllm_generator(path: str, tokenizer: Any, max_new_tokens: int, dtype: str) 
         return [out.outputs[0].text for out in outputs]
 
     return complete
+
+
+def _vllm_sampler(path: str, tokenizer: Any, dtype: str) -> Sampler:
+    """Sampling with one vLLM engine: one ``generate`` call per prompt list with ``n=k`` (vLLM
+    prefills each prompt once for its k samples); ``temperature <= 0`` is greedy, then ``k == 1``."""
+    from vllm import SamplingParams
+
+    llm = _vllm_llm(path, dtype)
+    stops = _vllm_stops(tokenizer)
+
+    def sample(prompts: list[str], k: int, max_new_tokens: int, temperature: float, top_p: float,
+               seed: int) -> list[list[str]]:
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        if temperature <= 0 and k > 1:
+            raise ValueError("k > 1 needs temperature > 0 (greedy repeats itself)")
+        params = SamplingParams(
+            n=k, temperature=max(temperature, 0.0), top_p=top_p, max_tokens=max_new_tokens,
+            seed=seed, stop_token_ids=stops, skip_special_tokens=True,
+        )  # fmt: skip
+        outputs = llm.generate(prompts, params, use_tqdm=False)
+        return [[choice.text for choice in out.outputs] for out in outputs]
+
+    return sample

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from toolrl_lib.data.example import Example
-from toolrl_lib.generation import generate
+from toolrl_lib.evaluate.backends import Sampler, hf_sampler
 
 
 @dataclass
@@ -62,10 +62,14 @@ def mean_at_k(
     top_p: float = 1.0,
     batch_size: int = 16,
     seed: int = 0,
+    sampler: Sampler | None = None,
 ) -> MeanAtK:
     """Sample k completions per example and average each reward scheme's total.
 
-    ``temperature == 0`` means greedy decoding (then ``k`` must be 1).
+    ``temperature == 0`` means greedy decoding (then ``k`` must be 1). ``sampler`` (from
+    ``evaluate.backends.load_sampler``, e.g. vLLM) draws the samples instead of
+    ``generation.generate`` on ``model`` (which may then be None; ``batch_size`` is the
+    sampler's own).
     """
     from toolrl_lib.prompts import get_adapter
 
@@ -75,19 +79,8 @@ def mean_at_k(
         raise ValueError("mean_at_k needs at least one example")
     adapter = get_adapter(family)
     prompts = [adapter.render_prompt(example, tokenizer) for example in examples]
-    sampling = temperature > 0
-    completions = generate(
-        model,
-        tokenizer,
-        prompts,
-        max_new_tokens=max_new_tokens,
-        do_sample=sampling,
-        temperature=temperature if sampling else 1.0,
-        top_p=top_p,
-        num_return_sequences=k,
-        batch_size=batch_size,
-        seed=seed,
-    )
+    sample = sampler or hf_sampler(model, tokenizer, batch_size)
+    completions = sample(prompts, k, max_new_tokens, temperature, top_p, seed)
     rows = [
         score_example(example, samples, family, schemes, adapter)
         for example, samples in zip(examples, completions, strict=True)
