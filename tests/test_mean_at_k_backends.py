@@ -68,7 +68,8 @@ def test_vllm_sampler_one_engine_one_call_with_n_k(vllm_here, tiny_model_dir):
     assert vllm_here["llm"] == [{"model": str(tiny_model_dir), "dtype": "bfloat16",
                                  "enable_prefix_caching": True}]
     assert vllm_here["generate"] == [(["a", "b", "c"], {
-        "n": 3, "temperature": 0.7, "top_p": 0.9, "max_tokens": 7, "seed": 5,
+        "n": 3, "temperature": 0.7, "top_p": 0.9, "top_k": backends.model_top_k(str(tiny_model_dir)),
+        "max_tokens": 7, "seed": 5,
         "stop_token_ids": [loaded.tokenizer.eos_token_id], "skip_special_tokens": True})]
     loaded.sample(["d"], 1, 4, 0.0, 1.0, 0)  # greedy with k = 1; the same engine again
     assert len(vllm_here["llm"]) == 1 and vllm_here["generate"][-1][1]["temperature"] == 0.0
@@ -164,3 +165,12 @@ def test_cli_auto_on_this_box_gives_what_transformers_gave(tmp_path, capsys, tin
     direct = mean_at_k(load_model(str(tiny_model_dir)), load_tokenizer(str(tiny_model_dir)),
                        list(read_jsonl(data)), "hermes", k=2, max_new_tokens=4, seed=3)
     assert printed == {"family": "hermes", "n_examples": 2, **direct.scores}
+
+
+def test_vllm_samples_with_the_top_k_our_generator_uses(tmp_path, tiny_model_dir):
+    """vLLM's own default is no top-k; ours (transformers') is the model's, 50 when unset."""
+    from transformers import GenerationConfig
+
+    assert backends.model_top_k(str(tmp_path)) == 50  # no generation_config.json at all
+    GenerationConfig(do_sample=True, top_k=7).save_pretrained(tmp_path)
+    assert backends.model_top_k(str(tmp_path)) == 7

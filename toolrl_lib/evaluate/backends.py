@@ -237,6 +237,18 @@ def _vllm_generator(path: str, tokenizer: Any, max_new_tokens: int, dtype: str) 
     return complete
 
 
+def model_top_k(path: str) -> int:
+    """The model folder's ``generation_config.top_k``, 50 when unset: transformers' default, which
+    ``toolrl_lib.generation`` samples with too (vLLM's own default is no top-k at all)."""
+    from transformers import GenerationConfig
+
+    try:
+        top_k = GenerationConfig.from_pretrained(path).top_k
+    except OSError:  # no generation_config.json
+        top_k = None
+    return 50 if top_k is None else int(top_k)
+
+
 def _vllm_sampler(path: str, tokenizer: Any, dtype: str) -> Sampler:
     """Sampling with one vLLM engine: one ``generate`` call per prompt list with ``n=k`` (vLLM
     prefills each prompt once for its k samples); ``temperature <= 0`` is greedy, then ``k == 1``."""
@@ -244,6 +256,7 @@ def _vllm_sampler(path: str, tokenizer: Any, dtype: str) -> Sampler:
 
     llm = _vllm_llm(path, dtype)
     stops = _vllm_stops(tokenizer)
+    top_k = model_top_k(path)  # what toolrl_lib.generation samples with, so both draw alike
 
     def sample(prompts: list[str], k: int, max_new_tokens: int, temperature: float, top_p: float,
                seed: int) -> list[list[str]]:
@@ -252,7 +265,7 @@ def _vllm_sampler(path: str, tokenizer: Any, dtype: str) -> Sampler:
         if temperature <= 0 and k > 1:
             raise ValueError("k > 1 needs temperature > 0 (greedy repeats itself)")
         params = SamplingParams(
-            n=k, temperature=max(temperature, 0.0), top_p=top_p, max_tokens=max_new_tokens,
+            n=k, temperature=max(temperature, 0.0), top_p=top_p, top_k=top_k, max_tokens=max_new_tokens,
             seed=seed, stop_token_ids=stops, skip_special_tokens=True,
         )  # fmt: skip
         outputs = llm.generate(prompts, params, use_tqdm=False)
