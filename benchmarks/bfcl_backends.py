@@ -95,6 +95,9 @@ def build(work: Path) -> dict[str, Any]:
         gens = generations(folder)
         t = times.get(backend, {})
         entry: dict[str, Any] = {"entries": len(gens), "seconds": t.get("seconds"), "exit_code": t.get("rc")}
+        run = folder / "run.json"
+        if run.is_file():  # model load (vLLM: engine start) + generation, without interpreter start-up
+            entry["load_and_generate_s"] = round(json.loads(run.read_text())["timings"]["generate_s"], 1)
         if t.get("seconds") and gens:
             entry["entries_per_s"] = round(len(gens) / t["seconds"], 2)
         if t.get("rc") == 0:
@@ -114,11 +117,13 @@ def build(work: Path) -> dict[str, Any]:
 
 
 def markdown(result: dict[str, Any], command: str) -> str:
-    lines = ["| backend | entries | seconds (load + generate) | entries/s | BFCL single-turn summary |",
-             "| --- | --- | --- | --- | --- |"]
+    lines = ["| backend | entries | seconds, whole command | seconds, model load + generation | entries/s (whole command) "
+             "| BFCL single-turn summary |", "| --- | --- | --- | --- | --- | --- |"]
     for backend, r in result["backends"].items():
-        summary = (r.get("overall") or {}).get("single_turn_summary", "")
-        lines.append(f"| {backend} | {r['entries']} | {r.get('seconds')} | {r.get('entries_per_s', '')} | {summary} |")
+        summary = (r.get("overall") or {}).get("overall_over_parts_run", "")  # BFCL's weights over the parts run
+        summary = round(summary, 4) if isinstance(summary, float) else summary
+        lines.append(f"| {backend} | {r['entries']} | {r.get('seconds')} | {r.get('load_and_generate_s', '')} | "
+                     f"{r.get('entries_per_s', '')} | {summary} |")
     ag = result["agreement"]
     lines += ["", f"Greedy agreement over {ag['entries']} entries: same text {ag['raw_identical']:.1%}, "
               f"same parsed calls {ag['calls_identical']:.1%}"
@@ -127,6 +132,8 @@ def markdown(result: dict[str, Any], command: str) -> str:
               "", "| category | entries | same text | same calls |", "| --- | --- | --- | --- |"]
     lines += [f"| {c} | {v['entries']} | {v['raw_identical']:.1%} | {v['calls_identical']:.1%} |"
               for c, v in ag["by_category"].items()]
+    if result.get("note"):
+        lines += ["", result["note"]]
     if command:
         lines += ["", "```bash", command, "```"]
     return "\n".join(lines) + "\n"
@@ -138,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", default="runs/bfcl_backends")
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--command", default="bash benchmarks/gpu/session.sh bfclv  # on the GPU host")
+    parser.add_argument("--note", default="", help="what the run's logs say beyond these files (kept in both)")
     args = parser.parse_args(argv)
     work = Path(args.work)
     if args.archive:
@@ -146,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
             archive.extractall(work, filter="data")
         work = work / "bv"
     result = build(work)
+    if args.note:
+        result["note"] = args.note
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "bfcl_backends.json").write_text(json.dumps(result, indent=1, default=str))

@@ -41,4 +41,4 @@ def test_a_failed_backend_is_reported_not_scored(tmp_path):
     assert "overall" not in result["backends"]["hf"]  # timed out (124): not scored
     assert result["agreement"]["entries"] == 0 and result["speedup_vllm_over_hf"] == round(400 / 60, 2)
     md = bb.markdown(result, "cmd")
-    assert "| vllm | 0 | 60 |" in md and "```bash\ncmd\n```" in md
+    assert "| vllm | 0 | 60 |  |" in md and "```bash\ncmd\n```" in md

@@ -179,10 +179,10 @@ def with_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def write_tables(rows: list[dict[str, Any]], out: Path, command: str = "") -> None:
+def write_tables(rows: list[dict[str, Any]], out: Path, command: str = "", note: str = "") -> None:
     out.mkdir(parents=True, exist_ok=True)
     rows = with_ratios(rows)
-    (out / "grpo_throughput.json").write_text(json.dumps({"rows": rows, "command": command}, indent=1))
+    (out / "grpo_throughput.json").write_text(json.dumps({"rows": rows, "command": command, "note": note}, indent=1))
     with (out / "grpo_throughput.csv").open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, FIELDS, extrasaction="ignore")
         writer.writeheader()
@@ -198,6 +198,8 @@ def write_tables(rows: list[dict[str, Any]], out: Path, command: str = "") -> No
                      f"{r['peak_gib']} | {r['steps']} | {r.get('startup_s', '')} | "
                      f"{r.get('mean_completion_tokens', '')} |")
     lines += ["", *(f"- `{r['path']}`: {r['what']}" for r in rows)]
+    if note:
+        lines += ["", note]
     if command:
         lines += ["", "```bash", command, "```"]
     (out / "grpo_throughput.md").write_text("\n".join(lines) + "\n")
@@ -243,7 +245,8 @@ def _tail(log: Path, lines: int = 3) -> str:
 
 def report(args: argparse.Namespace) -> int:
     data = json.loads(Path(args.rows).read_text())
-    write_tables(data["rows"], Path(args.out), args.command or data.get("command", ""))
+    write_tables(data["rows"], Path(args.out), args.command or data.get("command", ""),
+                 args.note or data.get("note", ""))
     print((Path(args.out) / "grpo_throughput.md").read_text())
     return 0
 
@@ -271,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", required=True)
     p.add_argument("--out", default="benchmarks/results")
     p.add_argument("--command", default="")
+    p.add_argument("--note", default="", help="what the logs say beyond the rows (kept in the .md and .json)")
     args = parser.parse_args(argv)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     return {"run": run_all, "worker": worker, "report": report}[args.what](args)

@@ -209,8 +209,13 @@ def _has_tokenizer(folder: Path) -> bool:
 def _vllm_llm(path: str, dtype: str) -> Any:
     """The one vLLM engine for ``path``; the prefix cache is on, so prompts sharing a long tool
     list (BFCL) or one prompt's k samples (mean@k) prefill it once."""
+    import os
+
     from vllm import LLM
 
+    # This process has touched CUDA already (the device check): vLLM's engine process must be
+    # spawned, not forked ("Cannot re-initialize CUDA in forked subprocess", seen on an H200).
+    os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
     return LLM(model=path, dtype=VLLM_DTYPES.get(dtype, dtype), enable_prefix_caching=True)
 
 
