@@ -90,9 +90,9 @@ def build(work: Path) -> dict[str, Any]:
             row = json.loads(line)
             times[row["backend"]] = row
     out: dict[str, Any] = {"backends": {}}
+    gens_of = {backend: generations(work / backend) for backend in BACKENDS}
     for backend in BACKENDS:
-        folder = work / backend
-        gens = generations(folder)
+        folder, gens = work / backend, gens_of[backend]
         t = times.get(backend, {})
         entry: dict[str, Any] = {"entries": len(gens), "seconds": t.get("seconds"), "exit_code": t.get("rc")}
         run = folder / "run.json"
@@ -103,8 +103,7 @@ def build(work: Path) -> dict[str, Any]:
         if t.get("rc") == 0:
             entry.update(score(folder))
         out["backends"][backend] = entry
-    a, b = generations(work / "hf"), generations(work / "vllm")
-    out["agreement"] = agreement(a, b)
+    out["agreement"] = agreement(gens_of["hf"], gens_of["vllm"])
     if (work / "hf" / "entries.csv").is_file() and (work / "vllm" / "entries.csv").is_file():
         ca, cb = correct_ids(work / "hf"), correct_ids(work / "vllm")
         common = set(ca) & set(cb)

@@ -125,6 +125,13 @@ def generate_ids(
     return out
 
 
+def default_top_k(generation_config: Any) -> int:
+    """The top-k a sampler draws with: the model's ``generation_config.top_k``, 50 when unset
+    (transformers' default; vLLM's own default has none, so evaluation passes this one)."""
+    top_k = getattr(generation_config, "top_k", None)
+    return 50 if top_k is None else int(top_k)
+
+
 class Sampler:
     """Next-token choice as HF ``generate`` makes it: argmax, or temperature -> top-k -> top-p
     -> a multinomial draw from torch's global RNG."""
@@ -136,8 +143,7 @@ class Sampler:
 
     @classmethod
     def from_model(cls, model: Any, do_sample: bool, temperature: float, top_p: float) -> Sampler:
-        top_k = getattr(getattr(model, "generation_config", None), "top_k", None)
-        return cls(do_sample, temperature, 50 if top_k is None else int(top_k), top_p)
+        return cls(do_sample, temperature, default_top_k(getattr(model, "generation_config", None)), top_p)
 
     def __call__(self, logits: Any) -> Any:
         import torch

@@ -30,11 +30,9 @@ that fails or is cut by the budget is a row with its error. Each vLLM row carrie
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -110,15 +108,15 @@ def worker(args: argparse.Namespace) -> int:
     from transformers import TrainerCallback
 
     from toolrl_lib.fast.gen_timing import read_generation_times
-    from toolrl_lib.train import load_run_config, train
+    from toolrl_lib.train import load_run_config, train, validate
+    from toolrl_lib.train.callbacks import read_csv_rows
 
     what, own = VARIANTS[args.variant]
-    overrides = [*own, *args.set]
-    probe = load_run_config(args.config, [*common_overrides(args.round, 1), *overrides])
-    spr = steps_per_round(probe)
-    steps = (args.warmup_rounds + args.rounds) * spr
-    config = load_run_config(args.config, [*common_overrides(args.round, steps), *overrides,
+    config = load_run_config(args.config, [*common_overrides(args.round, 1), *own, *args.set,
                                            f"device={args.device}"])
+    spr = steps_per_round(config)
+    config.grpo.max_steps = (args.warmup_rounds + args.rounds) * spr
+    validate(config)
     cuda = args.device == "cuda"
 
     class Clock(TrainerCallback):
@@ -148,7 +146,8 @@ def worker(args: argparse.Namespace) -> int:
         row["startup_s"] = round((clock.first or began) - began, 1)
         if cuda:
             row["torch_peak_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 2)
-        lengths = [float(r["completions/mean_length"]) for r in _metrics(run) if r.get("completions/mean_length")]
+        lengths = [r["completions/mean_length"] for r in read_csv_rows(run / "metrics.csv")
+                   if r.get("completions/mean_length") is not None]
         if lengths:
             row["mean_completion_tokens"] = round(sum(lengths) / len(lengths), 1)
     except Exception as error:  # a failed variant is a row with its error, the next one still runs
@@ -158,14 +157,6 @@ def worker(args: argparse.Namespace) -> int:
     (Path(args.out) / "rows" / f"{args.variant}.json").write_text(json.dumps(row, indent=1))
     print(json.dumps(row))
     return 0 if "error" not in row else 1
-
-
-def _metrics(run: Path) -> list[dict[str, str]]:
-    path = run / "metrics.csv"
-    if not path.is_file():
-        return []
-    with path.open(encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
 
 
 def with_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -206,40 +197,39 @@ def write_tables(rows: list[dict[str, Any]], out: Path, command: str = "", note:
 
 
 def run_all(args: argparse.Namespace) -> int:
-    """Every variant in its own subprocess, in order, within ``--budget-s``; tables after each."""
-    deadline = time.time() + args.budget_s
+    """Every variant in its own subprocess, one at a time (``lanes.run_lanes`` on one lane),
+    within ``--budget-s``; the tables are rewritten as each one ends."""
+    from benchmarks.gpu.lanes import Job, Outcome, run_lanes
+
     out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    variants = args.variants.split(",")
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise SystemExit(f"unknown variant {unknown[0]!r}; known: {', '.join(VARIANTS)}")
+    common = ["--out", str(out), "--config", args.config, "--device", args.device, "--rounds", str(args.rounds),
+              "--warmup-rounds", str(args.warmup_rounds), "--round", str(args.round),
+              *(f"--set={s}" for s in args.set)]
+    jobs = [Job(v, [sys.executable, "-m", "benchmarks.gpu.grpo_throughput", "worker", "--variant", v, *common],
+                log=out / f"{v}.log") for v in variants]
     rows: list[dict[str, Any]] = []
-    for variant in args.variants.split(","):
-        if variant not in VARIANTS:
-            raise SystemExit(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
-        left = deadline - time.time()
-        if left < args.min_start_s:
-            rows.append({"model": "embedded", "path": variant, "what": VARIANTS[variant][0],
-                         "error": f"not started: {left:.0f} s left of --budget-s"})
-            continue
-        command = [sys.executable, "-m", "benchmarks.gpu.grpo_throughput", "worker", "--variant", variant,
-                   "--out", str(out), "--config", args.config, "--device", args.device,
-                   "--rounds", str(args.rounds), "--warmup-rounds", str(args.warmup_rounds),
-                   "--round", str(args.round), *(f"--set={s}" for s in args.set)]
-        log = out / f"{variant}.log"
-        out.mkdir(parents=True, exist_ok=True)
-        print(f"[{args.budget_s - left:5.0f}s] {variant} ...", flush=True)
-        # on timeout run() kills the worker; its missing row says so below
-        with log.open("w") as handle, contextlib.suppress(subprocess.TimeoutExpired):
-            subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, timeout=left, check=False)
+
+    def ended(outcome: Outcome) -> None:
+        variant = outcome.job.name
         path = out / "rows" / f"{variant}.json"
-        row = json.loads(path.read_text()) if path.is_file() else {
+        row = json.loads(path.read_text()) if outcome.status == "exit" and path.is_file() else {
             "model": "embedded", "path": variant, "what": VARIANTS[variant][0],
-            "error": "no result (killed at the budget, or crashed): " + _tail(log)}
+            "error": f"no result ({outcome.describe()}): {_tail(outcome.job.log)}"}
         rows.append(row)
         print(json.dumps(row), flush=True)
         write_tables(rows, out, args.command)
+
+    run_lanes(jobs, [None], time.time() + args.budget_s, min_start_s=args.min_start_s, on_end=ended)
     return 0
 
 
-def _tail(log: Path, lines: int = 3) -> str:
-    text = log.read_text(errors="replace").strip().splitlines() if log.is_file() else []
+def _tail(log: Path | None, lines: int = 3) -> str:
+    text = log.read_text(errors="replace").strip().splitlines() if log is not None and log.is_file() else []
     return " / ".join(text[-lines:])[-400:]
 
 

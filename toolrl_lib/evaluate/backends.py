@@ -243,15 +243,15 @@ def _vllm_generator(path: str, tokenizer: Any, max_new_tokens: int, dtype: str) 
 
 
 def model_top_k(path: str) -> int:
-    """The model folder's ``generation_config.top_k``, 50 when unset: transformers' default, which
-    ``toolrl_lib.generation`` samples with too (vLLM's own default is no top-k at all)."""
+    """``generation.default_top_k`` of the model folder ``path`` (no generation_config.json: 50)."""
     from transformers import GenerationConfig
 
+    from toolrl_lib.generation import default_top_k
+
     try:
-        top_k = GenerationConfig.from_pretrained(path).top_k
+        return default_top_k(GenerationConfig.from_pretrained(path))
     except OSError:  # no generation_config.json
-        top_k = None
-    return 50 if top_k is None else int(top_k)
+        return default_top_k(None)
 
 
 def _vllm_sampler(path: str, tokenizer: Any, dtype: str) -> Sampler:
