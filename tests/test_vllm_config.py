@@ -62,7 +62,8 @@ def test_every_field_has_help():
     rows = {key: text for key, _, text in settings_help()}
     fields = [f.name for f in dataclasses.fields(type(RunConfig().grpo.vllm))]
     assert fields == ["mode", "gpu_memory_utilization", "max_model_len", "enable_sleep_mode",
-                      "tensor_parallel_size", "server_host", "server_port", "server_timeout", "detokenize"]
+                      "tensor_parallel_size", "server_host", "server_port", "server_timeout", "detokenize",
+                      "importance_sampling_correction"]
     assert all(rows[f"grpo.vllm.{name}"] for name in fields)
 
 
@@ -221,7 +222,12 @@ def test_grpo_config_kwargs_per_mode():
     quiet_server = config(*GPU, "grpo.vllm.mode=server", "grpo.vllm.detokenize=false")
     assert grpo_vllm_kwargs(quiet_server)["generation_kwargs"] == {"detokenize": False}
     assert "generation_kwargs" not in grpo_vllm_kwargs(config(*GPU, "grpo.vllm.detokenize=false"))  # off
-    for cfg in (colocate, explicit, server, quiet, quiet_server):
+    # the importance-sampling forward is TRL's default; false reaches GRPOConfig, and only when vLLM is on
+    assert "vllm_importance_sampling_correction" not in grpo_vllm_kwargs(config(*GPU, "grpo.vllm.mode=colocate"))
+    lean = config(*GPU, "grpo.vllm.mode=colocate", "grpo.vllm.importance_sampling_correction=false")
+    assert grpo_vllm_kwargs(lean)["vllm_importance_sampling_correction"] is False
+    assert grpo_vllm_kwargs(config(*GPU, "grpo.vllm.importance_sampling_correction=false")) == {}
+    for cfg in (colocate, explicit, server, quiet, quiet_server, lean):
         assert set(grpo_vllm_kwargs(cfg)) <= trl_fields  # TRL 1.15's real field names
 
 

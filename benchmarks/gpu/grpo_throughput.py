@@ -43,6 +43,7 @@ ROUND = 512  # completions per rollout round (64 prompts x G=8)
 BASELINE = "trl_generate"
 VLLM = ["grpo.vllm.mode=colocate"]
 ONE_MICRO_BATCH = ["grpo.per_device_train_batch_size=64", "grpo.gradient_accumulation_steps=1"]
+NODETOK = "grpo.vllm.detokenize=false"
 
 # name -> (what it is, overrides of the config on top of the common ones)
 VARIANTS: dict[str, tuple[str, list[str]]] = {
@@ -52,8 +53,13 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "vllm_mb64_shared": ("vLLM colocate, micro-batch 64, each prompt's forward shared by its 8 "
                          "completions (fast.shared_prompt)", VLLM + ONE_MICRO_BATCH + ["fast.shared_prompt=true"]),
     "vllm_mb64_nodetok": ("vLLM colocate, micro-batch 64, vLLM's detokenizer off (grpo.vllm.detokenize=false: "
-                          "TRL decodes the ids itself)", VLLM + ONE_MICRO_BATCH + ["grpo.vllm.detokenize=false"]),
+                          "TRL decodes the ids itself)", VLLM + ONE_MICRO_BATCH + [NODETOK]),
     "trl_generate_mb64": ("transformers generate, micro-batch of 64", ONE_MICRO_BATCH),
+    "vllm_nodetok_shared": ("vllm_mb64_nodetok + each prompt's forward shared by its completions "
+                            "(fast.shared_prompt)", VLLM + ONE_MICRO_BATCH + [NODETOK, "fast.shared_prompt=true"]),
+    "vllm_nodetok_nois": ("vllm_mb64_nodetok without TRL's importance-sampling forward over each round "
+                          "(grpo.vllm.importance_sampling_correction=false)",
+                          VLLM + ONE_MICRO_BATCH + [NODETOK, "grpo.vllm.importance_sampling_correction=false"]),
 }
 DEFAULT_VARIANTS = "trl_generate,vllm,vllm_mb64,vllm_mb64_nodetok,vllm_mb64_shared"
 FIELDS = ["model", "path", "completions_per_s", "generation_share", "peak_gib", "steps", "baseline_path",
@@ -137,10 +143,16 @@ def worker(args: argparse.Namespace) -> int:
             self.ends.append(time.perf_counter())
 
     clock = Clock()
+    callbacks: list[Any] = [clock]
+    if args.profile_steps:  # a profiling run: its rows are marked, its timings carry the profiler's cost
+        from benchmarks.gpu.step_profile import make_callback
+        callbacks.append(make_callback(args.profile_steps, Path(args.out), args.variant))
     run = Path(args.out) / "runs" / args.variant
     row: dict[str, Any] = {"model": "embedded", "path": args.variant, "what": what}
+    if args.profile_steps:
+        row["profiled_steps"] = args.profile_steps
     try:
-        train(config, run, callbacks=[clock])
+        train(config, run, callbacks=callbacks)
         row.update(summarize(clock.ends, clock.memory, read_generation_times(run), spr,
                              args.warmup_rounds, args.round))
         row["startup_s"] = round((clock.first or began) - began, 1)
@@ -184,7 +196,8 @@ def write_tables(rows: list[dict[str, Any]], out: Path, command: str = "", note:
         if r.get("error"):
             lines.append(f"| {r['path']} | failed: {r['error'][:160]} |" + " |" * 8)
             continue
-        lines.append(f"| {r['path']} | {r['completions_per_s']} | {r.get('ratio', '')} | "
+        path = f"{r['path']} (profiled: steps {r['profiled_steps']})" if r.get("profiled_steps") else r["path"]
+        lines.append(f"| {path} | {r['completions_per_s']} | {r.get('ratio', '')} | "
                      f"{r['generation_share']:.0%} | {r['seconds_per_step']} | {r['generation_s_per_round']} | "
                      f"{r['peak_gib']} | {r['steps']} | {r.get('startup_s', '')} | "
                      f"{r.get('mean_completion_tokens', '')} |")
@@ -209,7 +222,7 @@ def run_all(args: argparse.Namespace) -> int:
         raise SystemExit(f"unknown variant {unknown[0]!r}; known: {', '.join(VARIANTS)}")
     common = ["--out", str(out), "--config", args.config, "--device", args.device, "--rounds", str(args.rounds),
               "--warmup-rounds", str(args.warmup_rounds), "--round", str(args.round),
-              *(f"--set={s}" for s in args.set)]
+              *(f"--set={s}" for s in args.set), *(["--profile-steps", args.profile_steps] if args.profile_steps else [])]
     jobs = [Job(v, [sys.executable, "-m", "benchmarks.gpu.grpo_throughput", "worker", "--variant", v, *common],
                 log=out / f"{v}.log") for v in variants]
     rows: list[dict[str, Any]] = []
@@ -253,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--warmup-rounds", type=int, default=1)
         p.add_argument("--round", type=int, default=ROUND, help="completions per rollout round")
         p.add_argument("--set", action="append", default=[], help="extra KEY=VALUE for every variant")
+        p.add_argument("--profile-steps", default="", help="torch profiler over these optimizer steps, e.g. "
+                       "'9;10-11' (benchmarks/gpu/step_profile.py); the rows then carry the profiler's cost")
         if name == "run":
             p.add_argument("--variants", default=DEFAULT_VARIANTS)
             p.add_argument("--budget-s", type=float, default=540)

@@ -78,6 +78,9 @@
 #   vllm2 [.whl/vllm2] (unpacks to /tmp/vllm-site, on PYTHONPATH below), then in the same or later calls:
 #   tp []   GRPO throughput, today's path against vLLM (benchmarks/gpu/grpo_throughput.py, <= STP s)
 #           -> $OUT/throughput.tar.gz; then here: python -m benchmarks.gpu.grpo_throughput report --rows ...
+#   tpprof [] torch's profiler over optimizer steps PROF_STEPS ("9;10-11": a round's first step, with its
+#           rollouts, then two of its later ones) of PROF_VARIANT, <= STPP s -> $OUT/profile.tar.gz
+#           (benchmarks/gpu/step_profile.py: ops by GPU and CPU time, GPU busy share per window)
 #   bfclv [] BFCL single-turn generation of the embedded model, all 3,641 entries, vLLM then our
 #           generator, each timed -> $OUT/bfcl_vllm.tar.gz; then here: python -m benchmarks.bfcl_backends ...
 set -uo pipefail
@@ -183,6 +186,11 @@ case "${1:?step}" in
        ${TP_ARGS:-} --command "python -m benchmarks.gpu.grpo_throughput run --out \$OUT ${TP_ARGS:-}"
      for f in /tmp/tp/*.log; do echo "== $f"; grep -v "it/s]" "$f" | grep -i "error\|fast:\|GRPO (" | tail -4; done
      pack throughput --exclude="*.safetensors" --exclude="*.pt" --exclude="*.bin" -C /tmp tp ;;
+  tpprof) python3 -m benchmarks.gpu.grpo_throughput run --out /tmp/tpprof --budget-s "$(left "${STPP:-200}")" \
+       --variants "${PROF_VARIANT:-vllm_mb64_nodetok}" --rounds 1 --profile-steps "${PROF_STEPS:-9;10-11}" \
+       --command "python -m benchmarks.gpu.grpo_throughput run --out \$OUT --variants ${PROF_VARIANT:-vllm_mb64_nodetok} --rounds 1 --profile-steps '${PROF_STEPS:-9;10-11}'"
+     cat /tmp/tpprof/profile/*.jsonl; grep -v "it/s]" /tmp/tpprof/*.log | grep -i "error\|fast:" | tail -4
+     pack profile --exclude="*.safetensors" --exclude="*.pt" --exclude="*.bin" -C /tmp tpprof ;;
   bfclv) S=${SBV:-560}; mkdir -p /tmp/bv
      for backend in vllm hf; do
        extra=(--batch-size 4096); [ "$backend" = hf ] && extra=(--batch-size 512 --max-batch-tokens 1048576)

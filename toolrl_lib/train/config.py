@@ -89,6 +89,7 @@ class VLLMSection:
     server_port: int | None = field(default=None, metadata={"help": "server: its port; null = TRL's default (8000)"})
     server_timeout: float | None = field(default=None, metadata={"help": "server: seconds to wait for it to come up; null = TRL's default (240)"})
     detokenize: bool = field(default=True, metadata={"help": "peft backend: let vLLM turn sampled tokens into text as it generates (its default). TRL decodes the token ids itself afterwards, so false skips work whose result is never read (SamplingParams(detokenize=False), through GRPOConfig.generation_kwargs)"})
+    importance_sampling_correction: bool = field(default=True, metadata={"help": "peft backend: weight each token's loss by the trainer's over vLLM's probability of it (TRL's default, GRPOConfig.vllm_importance_sampling_correction). It costs a forward over every rollout: false saves it, trusting vLLM's bf16 sampler to match the trainer"})
 
     def __post_init__(self) -> None:
         if self.mode is False:  # YAML 1.1: `mode: off` is the boolean false

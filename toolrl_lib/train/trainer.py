@@ -56,6 +56,8 @@ def grpo_vllm_kwargs(config: RunConfig, backend: str = "peft") -> dict[str, Any]
     if not v.on or backend == "unsloth":
         return {}
     sampling = {} if v.detokenize else {"generation_kwargs": {"detokenize": False}}  # vLLM SamplingParams
+    if not v.importance_sampling_correction:
+        sampling["vllm_importance_sampling_correction"] = False
     if v.mode == "server":
         kwargs: dict[str, Any] = {"use_vllm": True, "vllm_mode": "server", **sampling}
         for ours, trl_name in (("server_host", "vllm_server_host"), ("server_port", "vllm_server_port"),

@@ -1,0 +1,100 @@
+"""Where a GRPO optimizer step spends its time: torch's profiler over chosen steps of a run.
+
+``StepProfiler("9;10-11", out, "vllm")`` is a ``TrainerCallback``: it starts the profiler before
+the first step of each window (1-based optimizer steps, ``a-b`` inclusive) and stops it after
+the last, then writes ``<out>/profile/<name>_steps<a>-<b>.txt`` (the ops by GPU time and by CPU
+time) and one JSON line per window to ``<out>/profile/<name>.jsonl``:
+
+- ``wall_s``: the window's wall-clock seconds;
+- ``gpu_busy_s``: the sum of the GPU kernels' own time (overlapping streams counted twice);
+- ``busy_share``: ``gpu_busy_s / wall_s`` — well below 1 means the step waits on the host
+  (Python, kernel launches, synchronisations), not on the GPU's arithmetic.
+
+The profiler adds its own host overhead, so its ``wall_s`` is above an unprofiled step's; read
+the shares, and time without it (``grpo_throughput``'s rows never come from a profiled run).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+
+def parse_windows(text: str) -> list[tuple[int, int]]:
+    """``"9;10-11"`` -> ``[(9, 9), (10, 11)]``.
+
+    >>> parse_windows("9;10-11")
+    [(9, 9), (10, 11)]
+    """
+    windows = []
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        first, _, last = part.partition("-")
+        window = (int(first), int(last or first))
+        if window[0] < 1 or window[1] < window[0]:
+            raise ValueError(f"profile window {part!r}: expected a step number >= 1 or 'a-b' with a <= b")
+        windows.append(window)
+    return windows
+
+
+def device_seconds(events: Any) -> float:
+    """The kernels' own time in a profile's ``key_averages()``, seconds (CPU-only ops count 0)."""
+    total = 0.0
+    for event in events:
+        total += getattr(event, "self_device_time_total", None) or getattr(event, "self_cuda_time_total", 0) or 0
+    return total / 1e6
+
+
+def make_callback(windows_text: str, out: Path, name: str) -> Any:
+    """The ``TrainerCallback`` (built here so that importing this module needs no transformers)."""
+    import torch
+    from transformers import TrainerCallback
+
+    windows = parse_windows(windows_text)
+    folder = Path(out) / "profile"
+
+    class StepProfiler(TrainerCallback):
+        def __init__(self) -> None:
+            self.active: tuple[Any, tuple[int, int], float] | None = None
+
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            step = state.global_step + 1
+            window = next((w for w in windows if w[0] == step), None)
+            if window is None or self.active is not None:
+                return
+            activities = [torch.profiler.ProfilerActivity.CPU]
+            if torch.cuda.is_available():
+                activities.append(torch.profiler.ProfilerActivity.CUDA)
+                torch.cuda.synchronize()
+            profiler = torch.profiler.profile(activities=activities)
+            profiler.__enter__()
+            self.active = (profiler, window, time.perf_counter())
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if self.active is None or state.global_step != self.active[1][1]:
+                return
+            profiler, (first, last), began = self.active
+            self.active = None
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            wall = time.perf_counter() - began
+            profiler.__exit__(None, None, None)
+            events = profiler.key_averages()
+            busy = device_seconds(events)
+            folder.mkdir(parents=True, exist_ok=True)
+            tables = []
+            for key in ("self_cuda_time_total", "self_cpu_time_total", "cpu_time_total"):
+                try:
+                    tables.append(f"== sorted by {key}\n{events.table(sort_by=key, row_limit=45, max_name_column_width=70)}")
+                except (AttributeError, KeyError, RuntimeError) as error:  # the key's name moved in a torch release
+                    tables.append(f"== sorted by {key}: {error}")
+            stem = f"{name}_steps{first}-{last}"
+            (folder / f"{stem}.txt").write_text(f"wall {wall:.3f} s, GPU kernels {busy:.3f} s\n\n" + "\n\n".join(tables))
+            row = {"name": name, "first": first, "last": last, "wall_s": round(wall, 4),
+                   "gpu_busy_s": round(busy, 3), "busy_share": round(busy / wall, 3) if wall else None}
+            with (folder / f"{name}.jsonl").open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(row) + "\n")
+            print("profile:", json.dumps(row), flush=True)
+
+    return StepProfiler()

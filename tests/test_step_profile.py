@@ -1,0 +1,34 @@
+"""The step profiler of the GPU throughput benchmark, on the CPU: windows, files, figures."""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from benchmarks.gpu.step_profile import make_callback, parse_windows
+
+
+def test_windows_parse_and_bad_ones_are_named():
+    assert parse_windows("3; 5-7;") == [(3, 3), (5, 7)]
+    for bad in ("0", "4-2"):
+        with pytest.raises(ValueError, match=repr(bad)):
+            parse_windows(bad)
+
+
+def test_profiles_only_the_window_and_writes_its_tables(tmp_path):
+    import torch
+
+    callback = make_callback("2-3", tmp_path, "cpu_variant")
+    state = SimpleNamespace(global_step=0)
+    for step in range(1, 5):  # steps 1..4; only 2-3 are profiled
+        state.global_step = step - 1
+        callback.on_step_begin(None, state, None)
+        for _ in range(20):
+            torch.ones(256, 256) @ torch.ones(256, 256)
+        state.global_step = step
+        callback.on_step_end(None, state, None)
+    rows = [json.loads(line) for line in (tmp_path / "profile" / "cpu_variant.jsonl").read_text().splitlines()]
+    assert [(r["first"], r["last"]) for r in rows] == [(2, 3)]
+    assert rows[0]["wall_s"] > 0 and rows[0]["gpu_busy_s"] == 0.0  # no GPU here: no kernel time
+    table = (tmp_path / "profile" / "cpu_variant_steps2-3.txt").read_text()
+    assert "aten::mm" in table and "sorted by self_cpu_time_total" in table
