@@ -7,7 +7,14 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from toolrl_lib.fast.shared_prompt import install, prompt_groups, shared_prompt_logps
+from toolrl_lib.fast.shared_prompt import (
+    batched_in_chunks,
+    batched_shared_prompt_logps,
+    chunk_groups,
+    install,
+    prompt_groups,
+    shared_prompt_logps,
+)
 from toolrl_lib.models import make_tiny_model
 
 
@@ -60,6 +67,34 @@ def test_shared_prompt_logps_match_trl(fused_model):
     grads = torch.autograd.grad(loss, [p for p in fused_model.parameters() if p.requires_grad])
     for got, want in zip(grads, ref_grads, strict=True):
         assert torch.allclose(got, want, atol=1e-4, rtol=1e-3)
+
+
+def test_batched_shared_prompt_logps_match_trl(fused_model):
+    """The GPU path (every prompt of a chunk in one left-padded forward), run here on the CPU:
+    TRL's log-probs, entropies and gradients, in row order, for prompts of different lengths."""
+    from trl import GRPOTrainer
+
+    ids, mask, c = _batch()
+    fake = SimpleNamespace(accelerator=SimpleNamespace(autocast=contextlib.nullcontext, is_main_process=True))
+    params = [p for p in fused_model.parameters() if p.requires_grad]
+    ref_logps, ref_ent, _ = GRPOTrainer._get_per_token_logps_and_entropies(
+        fake, fused_model, ids, mask, c, batch_size=1, compute_entropy=True)
+    ref_grads = torch.autograd.grad((ref_logps * mask[:, -c:]).sum(), params)
+    groups = prompt_groups(ids, mask, c)
+    real = mask[:, -c:].bool()
+    for logps, ent in (batched_shared_prompt_logps(fused_model, ids, mask, c, True, groups),
+                       batched_in_chunks(fused_model, ids, mask, c, True, groups, rows=1)):  # A alone, then B
+        assert torch.allclose(logps[real], ref_logps[real], atol=1e-5)
+        assert torch.allclose(ent[real], ref_ent[real], atol=1e-5)
+        grads = torch.autograd.grad((logps * mask[:, -c:]).sum(), params)
+        for got, want in zip(grads, ref_grads, strict=True):
+            assert torch.allclose(got, want, atol=1e-4, rtol=1e-3)
+
+
+def test_chunks_keep_groups_whole():
+    groups = [([1, 2], [0, 3]), ([5, 6, 7], [1, 2, 4]), ([8, 9], [5])]
+    assert [[rows for _, rows in chunk] for chunk in chunk_groups(groups, 3)] == [[[0, 3]], [[1, 2, 4]], [[5]]]
+    assert len(chunk_groups(groups, 6)) == 1 and len(chunk_groups(groups, 1)) == 3  # a larger group goes alone
 
 
 def test_install_routes_shared_batches_and_leaves_the_rest_to_trl(fused_model):

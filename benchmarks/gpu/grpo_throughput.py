@@ -44,6 +44,8 @@ BASELINE = "trl_generate"
 VLLM = ["grpo.vllm.mode=colocate"]
 ONE_MICRO_BATCH = ["grpo.per_device_train_batch_size=64", "grpo.gradient_accumulation_steps=1"]
 NODETOK = "grpo.vllm.detokenize=false"
+BF16_LORA = "fast.bf16_lora_inputs=true"
+GROUPED_SHARED = ["fast.group_batches=true", "fast.shared_prompt=true"]
 
 # name -> (what it is, overrides of the config on top of the common ones)
 VARIANTS: dict[str, tuple[str, list[str]]] = {
@@ -55,6 +57,14 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "vllm_mb64_nodetok": ("vLLM colocate, micro-batch 64, vLLM's detokenizer off (grpo.vllm.detokenize=false: "
                           "TRL decodes the ids itself)", VLLM + ONE_MICRO_BATCH + [NODETOK]),
     "trl_generate_mb64": ("transformers generate, micro-batch of 64", ONE_MICRO_BATCH),
+    "vllm_fast": ("vllm_mb64_nodetok + LoRA branches on bf16 activations (fast.bf16_lora_inputs)",
+                  VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA]),
+    "vllm_fast_shared": ("vllm_fast + micro-batches of whole groups (fast.group_batches), each prompt's forward "
+                         "shared by its 8 completions (fast.shared_prompt)",
+                         VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED]),
+    "vllm_fast_shared_nois": ("vllm_fast_shared without TRL's importance-sampling forward over each round",
+                              VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED,
+                                                        "grpo.vllm.importance_sampling_correction=false"]),
     "vllm_nodetok_shared": ("vllm_mb64_nodetok + each prompt's forward shared by its completions "
                             "(fast.shared_prompt)", VLLM + ONE_MICRO_BATCH + [NODETOK, "fast.shared_prompt=true"]),
     "vllm_nodetok_nois": ("vllm_mb64_nodetok without TRL's importance-sampling forward over each round "

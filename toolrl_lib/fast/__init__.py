@@ -26,6 +26,15 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
     (``shared_prompt.py``): same log-probs (tested against TRL's), far less compute when a
     micro-batch holds several completions of a prompt. Workbook GRPO 250 -> 185 s together with
     the shared-prefix decoding (``benchmarks/results/workbook_profile.md``, ``after``).
+``group_batches: true``
+    Each rollout round shuffled by whole groups instead of rows (``group_batches.py``), so that
+    a micro-batch holds whole groups and ``shared_prompt`` shares their prompts on a GPU too
+    (where it runs all of a chunk's prompts in one padded forward). Only which completions share
+    an optimizer step changes.
+``bf16_lora_inputs: true``
+    bf16 runs: the loss forwards' LoRA branches read the bf16 activations, not a float32 copy
+    that autocast casts back (``lora_inputs.py``, PEFT's ``disable_input_dtype_casting``): the
+    same numbers; copies were 23% of an H200 GRPO step's GPU time (``step_profile.py``).
 ``skip_zero_advantage: true`` (the default)
     A micro-batch whose advantages are all zero skips its forward and backward with exact zero
     gradients (``zero_advantage.py``): notebook 06 175 -> 113 s, 4.03 -> 1.79 GiB
@@ -102,6 +111,18 @@ def install(
 
         method = install_shared_prompt(trainer)
         done.append(f"GRPOTrainer.{method}: each prompt's forward shared by its completions (fast.shared_prompt)")
+    if not multi_turn and f.group_batches:
+        from toolrl_lib.fast.group_batches import install as install_group_batches
+
+        method = install_group_batches(trainer)
+        done.append(f"GRPOTrainer.{method}: each round shuffled by whole groups of "
+                    f"{trainer.num_generations} (fast.group_batches)")
+    if not multi_turn and f.bf16_lora_inputs:
+        from toolrl_lib.fast.lora_inputs import install as install_lora_inputs
+
+        method = install_lora_inputs(trainer)
+        done.append(f"GRPOTrainer.{method}: LoRA branches read bf16 activations, no float32 copy "
+                    f"(fast.bf16_lora_inputs)")
     if f.skip_zero_advantage:
         from toolrl_lib.fast.zero_advantage import install as skip_zero_advantage_batches
 

@@ -10,9 +10,16 @@ token is scored as before). Gradients flow back into the prompt's one forward th
 shared keys/values. Same log-probs and entropies as TRL's loop (float rounding only; tested
 against it in ``tests/test_shared_prompt.py``), through the model's own fused LM head.
 
+On a CPU the prompts go one at a time (no padding: the smoke profile's path). On a GPU, where
+a small model's step is bound by how many tokens it moves rather than by launches,
+``batched_shared_prompt_logps`` runs all the distinct prompts of a chunk as one left-padded
+batch, then all their completions in a second call: two forwards per chunk, whatever the
+number of prompts. It pays when a micro-batch holds whole groups (``fast.group_batches``:
+TRL otherwise shuffles the rows of a round, so a micro-batch of 64 holds ~40 distinct prompts).
+
 Installed by ``install`` with ``trl_compat.hook`` on ``_get_per_token_logps_and_entropies``
-when the policy is on a CPU (``fast.shared_prompt``, on in the smoke profile); anything it does
-not handle (multimodal inputs, MoE aux loss, rows without a shared prompt) goes to TRL's own.
+(``fast.shared_prompt``, on in the smoke profile); anything it does not handle (multimodal
+inputs, MoE aux loss, rows without a shared prompt) goes to TRL's own.
 """
 
 from __future__ import annotations
@@ -78,6 +85,87 @@ def shared_prompt_logps(
     return torch.stack(logps), (torch.stack(entropies) if compute_entropy else None)
 
 
+def batched_shared_prompt_logps(
+    model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int, compute_entropy: bool,
+    groups: list[tuple[list[int], list[int]]], pad_token_id: int = 0,
+) -> tuple[Any, Any]:
+    """``shared_prompt_logps`` with all of ``groups``' prompts in one left-padded forward and all
+    their completions in a second one (what a GPU wants); same results up to float rounding."""
+    import torch
+    from transformers import DynamicCache
+
+    device, rows = input_ids.device, input_ids.shape[0]
+    if min(len(prompt) for prompt, _ in groups) < 2:
+        raise ValueError("batched_shared_prompt_logps needs prompts of at least 2 tokens")
+    width = max(len(prompt) for prompt, _ in groups) - 1  # the prompts less their last token
+    head = torch.full((len(groups), width), pad_token_id, dtype=input_ids.dtype)
+    head_mask = torch.zeros((len(groups), width), dtype=attention_mask.dtype)
+    for i, (prompt, _) in enumerate(groups):
+        head[i, width - len(prompt) + 1:] = torch.tensor(prompt[:-1])
+        head_mask[i, width - len(prompt) + 1:] = 1
+    head, head_mask = head.to(device), head_mask.to(device)
+    cache = DynamicCache()
+    model(input_ids=head, attention_mask=head_mask, position_ids=(head_mask.cumsum(-1) - 1).clamp(min=0),
+          past_key_values=cache, use_cache=True, logits_to_keep=1)
+    owner = torch.tensor([i for i, (_, members) in enumerate(groups) for _ in members], device=device)
+    order = torch.tensor([row for _, members in groups for row in members], device=device)
+    cache.batch_select_indices(owner)  # each completion's row of keys/values: an index, so gradients sum back
+    last = torch.tensor([prompt[-1] for prompt, _ in groups], device=device, dtype=input_ids.dtype)[owner]
+    completion, completion_mask = input_ids[order, -logits_to_keep:], attention_mask[order, -logits_to_keep:]
+    tail = torch.cat([last[:, None], completion], dim=1)
+    tail_mask = torch.cat([torch.ones_like(completion_mask[:, :1]), completion_mask], dim=1)
+    lengths = torch.tensor([len(prompt) for prompt, _ in groups], device=device)[owner]
+    positions = (lengths - 1)[:, None] + torch.arange(logits_to_keep + 1, device=device)
+    out = model(input_ids=tail, attention_mask=torch.cat([head_mask[owner], tail_mask], dim=1),
+                position_ids=positions, past_key_values=cache, use_cache=True,
+                labels=tail.masked_fill(tail_mask == 0, -100), fused_lm_head=True)
+    back = torch.empty_like(order)
+    back[order] = torch.arange(rows, device=device)  # computed in group order, returned in row order
+    logps = out.log_probs[:, -logits_to_keep:][back]
+    return logps, (out.entropy[:, -logits_to_keep:][back] if compute_entropy else None)
+
+
+def chunk_groups(groups: list[tuple[list[int], list[int]]], rows: int) -> list[list[tuple[list[int], list[int]]]]:
+    """Whole groups, in order, in chunks of at most ``rows`` rows (a larger group alone).
+
+    >>> [len(c) for c in chunk_groups([([1, 2], [0, 1]), ([3, 4], [2, 3]), ([5, 6], [4])], 4)]
+    [2, 1]
+    """
+    chunks: list[list[tuple[list[int], list[int]]]] = []
+    size = 0
+    for group in groups:
+        if not chunks or size + len(group[1]) > rows:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(group)
+        size += len(group[1])
+    return chunks
+
+
+def batched_in_chunks(
+    model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int, compute_entropy: bool,
+    groups: list[tuple[list[int], list[int]]], rows: int, pad_token_id: int = 0,
+) -> tuple[Any, Any]:
+    """``batched_shared_prompt_logps`` over chunks of whole groups of at most ``rows`` rows (TRL's
+    ``batch_size``: the memory bound of its forward-only pass over a whole round)."""
+    import torch
+
+    parts = []
+    for chunk in chunk_groups(groups, rows):
+        members = [row for _, group_rows in chunk for row in group_rows]
+        position = {row: i for i, row in enumerate(members)}
+        index = torch.tensor(members, device=input_ids.device)
+        renumbered = [(prompt, [position[r] for r in group_rows]) for prompt, group_rows in chunk]
+        parts.append((index, *batched_shared_prompt_logps(
+            model, input_ids[index], attention_mask[index], logits_to_keep, compute_entropy, renumbered,
+            pad_token_id)))
+    order = torch.cat([index for index, _, _ in parts])
+    back = torch.empty_like(order)
+    back[order] = torch.arange(order.numel(), device=order.device)
+    logps = torch.cat([part[1] for part in parts])[back]
+    return logps, (torch.cat([part[2] for part in parts])[back] if compute_entropy else None)
+
+
 def install(trainer: Any) -> str:
     """Hook ``shared_prompt_logps`` into ``trainer`` (TRL's loop stays for what it skips)."""
 
@@ -90,8 +178,13 @@ def install(trainer: Any) -> str:
             return call(model, input_ids, attention_mask, logits_to_keep, batch_size=batch_size,
                         compute_entropy=compute_entropy, compute_aux_loss=compute_aux_loss, **kwargs)
         with trainer.accelerator.autocast():
-            logps, entropies = shared_prompt_logps(model, input_ids, attention_mask, logits_to_keep,
-                                                   compute_entropy, groups)
+            if not input_ids.is_cuda:
+                logps, entropies = shared_prompt_logps(model, input_ids, attention_mask, logits_to_keep,
+                                                       compute_entropy, groups)
+                return logps, entropies, None
+            pad = getattr(getattr(trainer, "processing_class", None), "pad_token_id", None) or 0
+            logps, entropies = batched_in_chunks(model, input_ids, attention_mask, logits_to_keep,
+                                                 compute_entropy, groups, batch_size or input_ids.shape[0], pad)
         return logps, entropies, None
 
     return trl_compat.hook(trainer, "_get_per_token_logps_and_entropies", per_token)

@@ -31,6 +31,8 @@ PRIVATE_API: dict[str, tuple[str, ...]] = {
     # RLSD-TR: the teacher's EMA state saved and restored with each checkpoint
     "_save_checkpoint": ("model", "trial"),
     "_load_from_checkpoint": ("resume_from_checkpoint", "model"),
+    # fast.group_batches: the round's shuffle (module-level shuffle_sequence_dict) swapped inside it
+    "_prepare_inputs": ("generation_batch",),
     # transformers: the optimizer load that --resume on several CPU processes needs to redirect
     "_load_optimizer_and_scheduler": ("checkpoint",),
 }

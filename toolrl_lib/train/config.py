@@ -200,6 +200,8 @@ class FastSection:
     rollouts: Literal["trl", "library"] = field(default="trl", metadata={"help": "Who samples the GRPO completions: \"trl\" (transformers' generate inside TRL) or \"library\" (toolrl_lib.generation through TRL's rollout_func: one prefill per prompt for its whole group, an in-place cache; faster on CPU; peft backend, plain GRPO losses only)"})
     merged_generation: bool = field(default=False, metadata={"help": "Roll out with W + sBA in a copy of the adapted weights, adapters off (LoRA only): one matmul per projection while decoding instead of three; +1 weight copy of memory. Applies to TRL's sampler, the library rollouts and multi-turn episodes. Under unsloth the run first checks that its patched layers honour the adapter switch."})
     shared_prompt: bool = field(default=False, metadata={"help": "Loss forward with each distinct prompt of a micro-batch run once for all its completions (toolrl_lib/fast/shared_prompt.py): same log-probs, far less compute when per_device_train_batch_size holds several completions of a prompt; peft backend, not rlsd"})
+    group_batches: bool = field(default=False, metadata={"help": "Each rollout round shuffled by whole groups instead of rows (toolrl_lib/fast/group_batches.py), so that a micro-batch holds per_device_train_batch_size / num_generations whole groups and fast.shared_prompt can share their prompts; the rows, advantages and losses are unchanged, only which completions share an optimizer step"})
+    bf16_lora_inputs: bool = field(default=False, metadata={"help": "bf16 runs: the LoRA branches of the loss forwards read the bf16 activations as they are instead of a float32 copy that autocast casts straight back (PEFT's disable_input_dtype_casting; toolrl_lib/fast/lora_inputs.py): the same numbers, two activation copies fewer per adapted projection"})
     skip_zero_advantage: bool = field(default=True, metadata={"help": "A micro-batch whose completions all have advantage 0 skips the model's forward and backward (toolrl_lib/fast/zero_advantage.py): its loss and gradient are exactly 0 either way"})
     loss_mmap_threshold: int = field(default=0, metadata={"help": "CPU (glibc): while the loss runs forward and back, blocks of at least this many bytes get their own mapping and go back to the OS when freed (toolrl_lib/fast/loss_memory.py); 0 = the allocator's default. The smoke profile's 1 MiB: 4 GRPO steps peaked at 3.42 instead of 3.97 GiB for 7% more step time (benchmarks/results/grpo_memory.md)"})
     priming_mmap_threshold: int = field(default=0, metadata={"help": "CPU (glibc): while priming trains, blocks of at least this many bytes get their own mapping and go back to the OS when freed (toolrl_lib.fast.memory.set_mmap_threshold; as loss_mmap_threshold); 0 = the allocator's default"})
@@ -472,6 +474,13 @@ def _fast_rules(c: RunConfig, rule: Rule) -> None:
     rule(not f.shared_prompt or (c.backend != "unsloth" and g.loss_type != "rlsd"),
          "fast.shared_prompt", f.shared_prompt, "runs the model's own forward on shared keys/values: "
          "needs the peft backend (not unsloth) and a loss other than rlsd")
+    rule(not f.group_batches or g.per_device_train_batch_size % g.num_generations == 0,
+         "fast.group_batches", f.group_batches, f"puts whole groups in each micro-batch: needs "
+         f"grpo.per_device_train_batch_size ({g.per_device_train_batch_size}) to be a multiple of "
+         f"grpo.num_generations ({g.num_generations})")
+    rule(not f.bf16_lora_inputs or (c.lora.enabled and c.model.dtype == "bf16" and c.backend != "unsloth"),
+         "fast.bf16_lora_inputs", f.bf16_lora_inputs, "feeds PEFT's LoRA branches bf16 activations under "
+         "autocast: needs lora.enabled, model.dtype bf16 and the peft backend")
     rule(f.loss_mmap_threshold >= 0, "fast.loss_mmap_threshold", f.loss_mmap_threshold,
          "must be >= 0 bytes (0: the allocator's default)")
     rule(f.priming_mmap_threshold >= 0, "fast.priming_mmap_threshold", f.priming_mmap_threshold,
