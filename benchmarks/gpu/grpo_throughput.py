@@ -65,6 +65,12 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "vllm_fast_shared_nois": ("vllm_fast_shared without TRL's importance-sampling forward over each round",
                               VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED,
                                                         "grpo.vllm.importance_sampling_correction=false"]),
+    "vllm_lean_mb128": ("vllm_fast_shared_nois with optimizer steps of 128 completions (4 per round of 512): "
+                        "a different recipe, fewer and larger steps", VLLM + [NODETOK, BF16_LORA, *GROUPED_SHARED,
+                        "grpo.vllm.importance_sampling_correction=false", "grpo.per_device_train_batch_size=128",
+                        "grpo.gradient_accumulation_steps=1"]),
+    "trl_generate_fast": ("transformers generate (no vLLM), micro-batch 64 of whole groups, shared prompts, "
+                          "bf16 LoRA inputs", ONE_MICRO_BATCH + [BF16_LORA, *GROUPED_SHARED]),
     "vllm_nodetok_shared": ("vllm_mb64_nodetok + each prompt's forward shared by its completions "
                             "(fast.shared_prompt)", VLLM + ONE_MICRO_BATCH + [NODETOK, "fast.shared_prompt=true"]),
     "vllm_nodetok_nois": ("vllm_mb64_nodetok without TRL's importance-sampling forward over each round "
