@@ -36,6 +36,29 @@ def test_ratios_are_against_the_baseline_of_the_same_run_only():
     assert "ratio" not in out[0] and "ratio" not in out[2]
     alone = tp.with_ratios([{"path": "vllm", "completions_per_s": 100.0}])
     assert "ratio" not in alone[0]  # no baseline measured in this run: no ratio made up
+    two = tp.with_ratios([{"path": "trl_generate", "completions_per_s": 20.0, "run": "a"},
+                          {"path": "vllm", "completions_per_s": 60.0, "run": "a"},
+                          {"path": "vllm", "completions_per_s": 90.0, "run": "b"}])
+    assert two[1]["ratio"] == 3.0 and "ratio" not in two[2]  # run b measured no baseline
+
+
+def test_report_merges_labelled_runs(tmp_path):
+    row = {"what": "w", "generation_share": 0.5, "seconds_per_step": 1.0, "generation_s_per_round": 2.0,
+           "peak_gib": 9.0, "steps": 24}
+    for name, rows in (("a", [{"path": "trl_generate", "completions_per_s": 20.0, **row},
+                              {"path": "vllm", "completions_per_s": 50.0, **row}]),
+                       ("b", [{"path": "trl_generate", "completions_per_s": 25.0, **row},
+                              {"path": "vllm", "completions_per_s": 75.0, **row},
+                              {"path": "vllm_mb64", "what": "w", "error": "not started (5 s left)"}])):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"rows": rows, "command": name}))
+    tp.main(["report", "--rows", f"{tmp_path / 'a.json'}=first", "--rows", f"{tmp_path / 'b.json'}=second",
+             "--out", str(tmp_path / "out"), "--command", "the commands"])
+    data = json.loads((tmp_path / "out" / "grpo_throughput.json").read_text())
+    assert [(r["run"], r["path"], r.get("ratio")) for r in data["rows"]] == [
+        ("first", "trl_generate", None), ("first", "vllm", 2.5), ("second", "trl_generate", None),
+        ("second", "vllm", 3.0)]  # the unstarted path of run b is left out
+    md = (tmp_path / "out" / "grpo_throughput.md").read_text()
+    assert "| second | vllm | 75.0 | 3.0 |" in md and "the commands" in md
 
 
 def test_tables_keep_failed_rows_and_the_command(tmp_path):

@@ -32,3 +32,17 @@ def test_profiles_only_the_window_and_writes_its_tables(tmp_path):
     assert rows[0]["wall_s"] > 0 and rows[0]["gpu_busy_s"] == 0.0  # no GPU here: no kernel time
     table = (tmp_path / "profile" / "cpu_variant_steps2-3.txt").read_text()
     assert "aten::mm" in table and "sorted by self_cpu_time_total" in table
+
+
+def test_a_window_text_reads_back_into_figures():
+    from pathlib import Path
+
+    from benchmarks.gpu.step_profile import read_window
+
+    text = (Path(__file__).parent / "fixtures" / "step_profile_window.txt").read_text()
+    window = read_window(text)  # lines of a real H200 profile (two GRPO steps of the embedded model)
+    assert (window["wall_s"], window["gpu_s"], window["cpu_s"], window["gpu_busy"]) == (1.192, 1.069, 1.234, 0.9)
+    assert [(o["op"], o["gpu_ms"], o["calls"]) for o in window["top_gpu_ops"]] == [
+        ("aten::copy_", 245.1, 4610), ("aten::_efficient_attention_backward", 218.7, 60), ("aten::mul", 170.6, 2624)]
+    with pytest.raises(ValueError, match="Self CUDA time total"):
+        read_window("wall 1.0 s, GPU kernels 0 s\nSelf CPU time total: 1.0s\n")

@@ -189,12 +189,15 @@ def worker(args: argparse.Namespace) -> int:
 
 def with_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each measured row other than the baseline gets ``baseline_path`` and ``ratio`` (its
-    completions/s over the baseline's) when the baseline was measured in the same run."""
-    base = next((r for r in rows if r["path"] == BASELINE and r.get("completions_per_s")), None)
-    for row in rows:
-        if base is not None and row is not base and row.get("completions_per_s"):
-            row["baseline_path"] = BASELINE
-            row["ratio"] = round(row["completions_per_s"] / base["completions_per_s"], 2)
+    completions/s over the baseline's) when the baseline was measured in the same run (rows of
+    several runs carry ``run``; a ratio never crosses runs)."""
+    for run in dict.fromkeys(r.get("run") for r in rows):
+        same = [r for r in rows if r.get("run") == run]
+        base = next((r for r in same if r["path"] == BASELINE and r.get("completions_per_s")), None)
+        for row in same:
+            if base is not None and row is not base and row.get("completions_per_s"):
+                row["baseline_path"] = BASELINE
+                row["ratio"] = round(row["completions_per_s"] / base["completions_per_s"], 2)
     return rows
 
 
@@ -206,18 +209,21 @@ def write_tables(rows: list[dict[str, Any]], out: Path, command: str = "", note:
         writer = csv.DictWriter(handle, FIELDS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
-    lines = ["| path | completions/s | x today's path | generation share | s/step | generation s/round | "
-             "peak GiB (device) | steps timed | startup s | mean tokens |", "|" + " --- |" * 10]
+    runs = any(r.get("run") for r in rows)
+    lines = [("| run " if runs else "") + "| path | completions/s | x today's path (same run) | generation share | "
+             "s/step | generation s/round | peak GiB (device) | steps timed | startup s | mean tokens |",
+             "|" + " --- |" * (11 if runs else 10)]
     for r in rows:
+        run = f"| {r.get('run', '')} " if runs else ""
         if r.get("error"):
-            lines.append(f"| {r['path']} | failed: {r['error'][:160]} |" + " |" * 8)
+            lines.append(f"{run}| {r['path']} | failed: {r['error'][:160]} |" + " |" * 8)
             continue
         path = f"{r['path']} (profiled: steps {r['profiled_steps']})" if r.get("profiled_steps") else r["path"]
-        lines.append(f"| {path} | {r['completions_per_s']} | {r.get('ratio', '')} | "
+        lines.append(f"{run}| {path} | {r['completions_per_s']} | {r.get('ratio', '')} | "
                      f"{r['generation_share']:.0%} | {r['seconds_per_step']} | {r['generation_s_per_round']} | "
                      f"{r['peak_gib']} | {r['steps']} | {r.get('startup_s', '')} | "
                      f"{r.get('mean_completion_tokens', '')} |")
-    lines += ["", *(f"- `{r['path']}`: {r['what']}" for r in rows)]
+    lines += ["", *(f"- `{path}`: {what}" for path, what in dict.fromkeys((r["path"], r["what"]) for r in rows))]
     if note:
         lines += ["", note]
     if command:
@@ -263,9 +269,22 @@ def _tail(log: Path | None, lines: int = 3) -> str:
 
 
 def report(args: argparse.Namespace) -> int:
-    data = json.loads(Path(args.rows).read_text())
-    write_tables(data["rows"], Path(args.out), args.command or data.get("command", ""),
-                 args.note or data.get("note", ""))
+    """One table from one run's rows, or from several (``--rows FILE=LABEL`` each: the rows get
+    ``run: LABEL``, failed rows of a run that measured nothing for that path are dropped)."""
+    rows: list[dict[str, Any]] = []
+    data: dict[str, Any] = {}
+    for item in args.rows:
+        path, _, label = item.partition("=")
+        data = json.loads(Path(path).read_text())
+        for row in data["rows"]:
+            if label:
+                if row.get("error") and "not started" in row["error"]:
+                    continue
+                row["run"] = label
+            rows.append(row)
+    single = len(args.rows) == 1
+    write_tables(rows, Path(args.out), args.command or (data.get("command", "") if single else ""),
+                 args.note or (data.get("note", "") if single else ""))
     print((Path(args.out) / "grpo_throughput.md").read_text())
     return 0
 
@@ -292,7 +311,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             p.add_argument("--variant", required=True, choices=list(VARIANTS))
     p = sub.add_parser("report")
-    p.add_argument("--rows", required=True)
+    p.add_argument("--rows", required=True, action="append",
+                   help="a run's grpo_throughput.json; several as FILE=LABEL, one table with a run column")
     p.add_argument("--out", default="benchmarks/results")
     p.add_argument("--command", default="")
     p.add_argument("--note", default="", help="what the logs say beyond the rows (kept in the .md and .json)")

@@ -98,3 +98,69 @@ def make_callback(windows_text: str, out: Path, name: str) -> Any:
             print("profile:", json.dumps(row), flush=True)
 
     return StepProfiler()
+
+
+def read_window(text: str, top: int = 8) -> dict[str, Any]:
+    """The figures of one window's ``.txt``: wall, GPU and CPU totals (seconds), the ``top``
+    aten ops by their kernels' own time (ms, share, calls)."""
+    import re
+
+    def seconds(label: str) -> float:
+        found = re.search(rf"{label}: ([0-9.]+)(ms|s|us)", text)
+        if not found:
+            raise ValueError(f"no '{label}' line in the profile text")
+        return float(found.group(1)) / {"s": 1, "ms": 1e3, "us": 1e6}[found.group(2)]
+
+    section = text.split("== sorted by self_cuda_time_total", 1)[-1].split("== sorted by", 1)[0]
+    ops = []
+    for line in section.splitlines():
+        fields = line.split()
+        if fields and fields[0].startswith("aten::") and len(ops) < top:
+            ms = fields[-5]
+            value = float(ms[:-2]) if ms.endswith("ms") else float(ms[:-2]) / 1e3 if ms.endswith("us") else float(ms[:-1]) * 1e3
+            ops.append({"op": fields[0], "gpu_ms": round(value, 1), "share": fields[-4], "calls": int(fields[-1])})
+    wall = float(re.search(r"wall ([0-9.]+) s", text).group(1))
+    gpu = seconds("Self CUDA time total")
+    return {"wall_s": wall, "gpu_s": round(gpu, 3), "cpu_s": round(seconds("Self CPU time total"), 3),
+            "gpu_busy": round(gpu / wall, 2), "top_gpu_ops": ops}
+
+
+def report(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks.gpu.step_profile --profile DIR=LABEL ... --out benchmarks/results``:
+    every window of every profile folder, one JSON and one markdown table."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=report.__doc__)
+    parser.add_argument("--profile", action="append", required=True, help="a profile/ folder as DIR=LABEL")
+    parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--note", default="")
+    parser.add_argument("--command", default="")
+    args = parser.parse_args(argv)
+    rows = []
+    for item in args.profile:
+        folder, _, label = item.partition("=")
+        for path in sorted(Path(folder).glob("*_steps*.txt")):
+            steps = path.stem.rsplit("_steps", 1)[1]
+            rows.append({"label": label or Path(folder).name, "variant": path.stem.rsplit("_steps", 1)[0],
+                         "steps": steps, **read_window(path.read_text())})
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "grpo_step_profile.json").write_text(json.dumps({"rows": rows, "note": args.note,
+                                                            "command": args.command}, indent=1))
+    lines = ["| profile | variant | steps | wall s | GPU kernels s | GPU busy | host op time s | top GPU ops (ms) |",
+             "|" + " --- |" * 8]
+    for r in rows:
+        top = ", ".join(f"{o['op'].removeprefix('aten::')} {o['gpu_ms']:.0f}" for o in r["top_gpu_ops"][:5])
+        lines.append(f"| {r['label']} | {r['variant']} | {r['steps']} | {r['wall_s']} | {r['gpu_s']} | "
+                     f"{r['gpu_busy']:.0%} | {r['cpu_s']} | {top} |")
+    if args.note:
+        lines += ["", args.note]
+    if args.command:
+        lines += ["", "```bash", args.command, "```"]
+    (out / "grpo_step_profile.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(report())
