@@ -167,3 +167,13 @@ def test_every_phrasing_reads_back_to_an_accepted_canonical_value(kind):
 
 def test_names_compare_across_styles():
     assert len({name_key(function_name(["get", "hive", "log"], s, "apiary")) for s in STYLES}) == 1
+
+
+def test_the_doctests_of_the_toolset_modules_pass():
+    import doctest
+    import importlib
+
+    for name in ("naming", "values", "phrasing", "kinds", "splits"):
+        module = importlib.import_module(f"toolrl_lib.data.toolset.{name}")
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, name

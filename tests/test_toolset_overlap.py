@@ -38,9 +38,16 @@ def test_a_planted_query_is_found_and_dropped_through_the_generator():
     clean = generate_broad(60, 3, contamination=False).examples["train"]
     planted = clean[7]
     index = build_index([("bfcl_planted", planted.query.upper() + "  ")])
+    phrase_index = build_index([("bfcl_phrase", "Hello " + " ".join(clean[9].query.split()[-8:]))], ngram=8)
     report = OverlapReport()
     kept = check_examples(clean, index, report)
     assert [o["id"] for o in report.query_overlaps] == [planted.id] and planted not in kept
+    data = generate_broad(60, 3, references=lambda: [], index=index, phrase_index=phrase_index)
+    train = {e.id: e.query for e in data.examples["train"]}
+    assert planted.id not in train and clean[8].id in train  # same seed, same examples, one dropped
+    assert [o["bfcl_id"] for o in data.report.query_overlaps] == ["bfcl_planted"]
+    assert [o["bfcl_id"] for o in data.report.phrase_overlaps] == ["bfcl_phrase"]
+    assert train[clean[9].id] == clean[9].query  # a shorter shared run is reported, not dropped
     target = all_signatures()[10]
     data = generate_broad(200, 3, references=lambda: [_reference(target.name, [])], index=index)
     assert target.name in data.report.dropped_signatures()

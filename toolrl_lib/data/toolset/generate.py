@@ -21,7 +21,13 @@ from toolrl_lib.data.contamination import ContaminationIndex
 from toolrl_lib.data.example import Example
 from toolrl_lib.data.pipeline import write_examples
 from toolrl_lib.data.toolset.kinds import BUILT_KINDS, KIND_WEIGHTS, Pool, build_example
-from toolrl_lib.data.toolset.overlap import OverlapReport, check_examples, check_signatures
+from toolrl_lib.data.toolset.overlap import (
+    PHRASE_NGRAM,
+    OverlapReport,
+    check_examples,
+    check_signatures,
+    count_phrase_overlaps,
+)
 from toolrl_lib.data.toolset.signatures import Signature, all_signatures
 from toolrl_lib.data.toolset.splits import SPLITS, split_signatures
 
@@ -62,11 +68,12 @@ def _draw(n: int, pool: Pool, rng: random.Random, split: str, seed: int) -> list
 
 def generate_broad(n: int, seed: int = 0, *, val_fraction: float = 0.1, test_fraction: float = 0.1,
                    references: References | None = None, index: ContaminationIndex | None = None,
-                   contamination: bool = True) -> BroadData:
+                   phrase_index: ContaminationIndex | None = None, contamination: bool = True) -> BroadData:
     """``n`` examples over held-out signature splits (the split sizes follow the fractions).
 
-    ``references`` yields BFCL's function docs and ``index`` its user turns (defaults: the
-    packaged BFCL data); ``contamination=False`` skips both checks (tests of other things)."""
+    ``references`` yields BFCL's function docs, ``index`` and ``phrase_index`` its user turns
+    (13 and 8-word runs; defaults: the packaged BFCL data); ``contamination=False`` skips
+    the checks (tests of other things)."""
     if n < len(SPLITS):
         raise ValueError(f"n (the number of examples) must be at least {len(SPLITS)}, got {n}")
     started = time.perf_counter()
@@ -78,6 +85,7 @@ def generate_broad(n: int, seed: int = 0, *, val_fraction: float = 0.1, test_fra
 
         signatures = check_signatures(signatures, (references or bfcl_functions)(), report)
         index = index if index is not None else bfcl_index()
+        phrase_index = phrase_index if phrase_index is not None else bfcl_index(PHRASE_NGRAM)
         report.query_check = "exact or 13-word overlap with BFCL scored user turns"
     else:
         report.signatures_checked = len(signatures)
@@ -89,6 +97,8 @@ def generate_broad(n: int, seed: int = 0, *, val_fraction: float = 0.1, test_fra
         rng = random.Random(f"broad/{seed}/{split}")
         drawn = _draw(sizes[split], Pool(by_split[split]), rng, split, seed)
         examples[split] = check_examples(drawn, index if contamination else None, report)
+        if phrase_index is not None:
+            count_phrase_overlaps(examples[split], phrase_index, report)
     return BroadData(examples, by_split, report, time.perf_counter() - started)
 
 

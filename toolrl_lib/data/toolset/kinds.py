@@ -27,6 +27,7 @@ KIND_WEIGHTS = {"simple": 0.2, "multiple": 0.25, "parallel": 0.12, "parallel_mul
                 "irrelevance": 0.1, "irrelevance_near": 0.1, "irrelevance_missing": 0.1}
 PREFIXES = ("", "", "", "Hi! ", "Hello, ", "Quick one: ", "Hey there. ", "Good morning! ")
 SUFFIXES = ("", "", "", " Thanks!", " Thank you.", " Cheers.", " Much appreciated.")
+ASKING_VERBS = ("get", "create", "update", "cancel", "export", "schedule", "share", "estimate", "archive")
 JOINERS = (" Also, ", " And then ", " After that, ", " Next, ", " On top of that, ")
 
 
@@ -47,6 +48,13 @@ class Pool:
 
 
 def _lower_first(text: str) -> str:
+    """Lower-case a sentence's first letter to continue a sentence ("I" stays "I").
+
+    >>> _lower_first("Show me"), _lower_first("I'd like"), _lower_first("I need")
+    ('show me', "I'd like", 'I need')
+    """
+    if text.split(" ", 1)[0].split("'")[0] == "I":
+        return text
     return text[0].lower() + text[1:] if text[:1].isupper() and not text[1:2].isupper() else text
 
 
@@ -117,7 +125,9 @@ def build_example(kind: str, pool: Pool, rng: random.Random, example_id: str) ->
         near = near_misses(target, pool)
         offered = rng.sample(near, min(len(near), rng.randint(1, 4)))
         queries = [sample_call(target, rng)[1]]
-    else:  # irrelevance_missing
+    else:  # irrelevance_missing: only verbs whose request is unanswerable without its values
+        if target.verb not in ASKING_VERBS:
+            target = rng.choice([s for s in pool.signatures if s.verb in ASKING_VERBS] or [target])
         offered = [target, *distractors(target, pool, rng.randint(0, 3), {target.name}, rng)]
         queries = [missing_query(target, rng)]
     if not offered:  # a near miss needs a sibling; a pool without one gets plain irrelevance

@@ -10,6 +10,8 @@ Three questions, each answered with counts and examples (``OverlapReport``):
   names (``date``, ``city``) are common English; their overlap is counted, not dropped.
 * queries: does a user turn overlap a BFCL scored user turn (``data/contamination.py``:
   exact after normalisation, or a shared run of 13 words)? Such examples are dropped.
+  Shorter shared runs (``PHRASE_NGRAM`` = 8 words) are counted and shown, not dropped: at
+  six words common phrases ("I need the details of the") already match.
 
 BFCL's functions and user turns are read offline from the ``bfcl-eval`` package
 (``data/bfcl.py``); the checks take them as arguments so a test can plant an overlap.
@@ -28,6 +30,7 @@ from toolrl_lib.data.toolset.naming import name_key
 from toolrl_lib.data.toolset.signatures import Signature
 
 MIN_SHARED_PARAMS = 3
+PHRASE_NGRAM = 8
 SHOWN = 20  # examples of each overlap kept in the report
 
 
@@ -44,6 +47,7 @@ class OverlapReport:
     examples_checked: int = 0
     query_overlaps: list[dict[str, str]] = field(default_factory=list)
     query_check: str = "not run"
+    phrase_overlaps: list[dict[str, str]] = field(default_factory=list)
 
     def dropped_signatures(self) -> set[str]:
         return {o["ours"] for o in self.name_overlaps} | {o["ours"] for o in self.parameter_set_overlaps}
@@ -57,11 +61,12 @@ class OverlapReport:
                 "parameter_names_ours": self.parameter_names_ours,
                 "parameter_names_shared": len(self.parameter_names_shared),
                 "examples_checked": self.examples_checked, "query_overlaps": len(self.query_overlaps),
-                "examples_dropped": len(self.query_overlaps), "query_check": self.query_check}
+                "examples_dropped": len(self.query_overlaps), "query_check": self.query_check,
+                f"phrase_overlaps_{PHRASE_NGRAM}_words": len(self.phrase_overlaps)}
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
-        for key in ("name_overlaps", "parameter_set_overlaps", "query_overlaps"):
+        for key in ("name_overlaps", "parameter_set_overlaps", "query_overlaps", "phrase_overlaps"):
             out[key] = out[key][:SHOWN]
         return {"summary": self.summary(), **out}
 
@@ -77,10 +82,12 @@ class OverlapReport:
                  f"{s['parameter_set_overlaps']} signatures |",
                  f"| single parameter names | {s['parameter_names_shared']} of {s['parameter_names_ours']} | "
                  "none (common words) |",
-                 f"| query (exact or 13-word run) | {s['query_overlaps']} | {s['examples_dropped']} examples |", ""]
+                 f"| query (exact or 13-word run) | {s['query_overlaps']} | {s['examples_dropped']} examples |",
+                 f"| query ({PHRASE_NGRAM}-word run) | {len(self.phrase_overlaps)} | none (reported) |", ""]
         for title, rows in (("Function names", self.name_overlaps),
                             ("Parameter lists", self.parameter_set_overlaps),
-                            ("Queries", self.query_overlaps)):
+                            ("Queries", self.query_overlaps),
+                            (f"Queries sharing {PHRASE_NGRAM} words (kept)", self.phrase_overlaps)):
             lines.append(f"## {title}: {len(rows)}")
             lines.extend(f"- `{json.dumps(row, ensure_ascii=False)}`" for row in rows[:SHOWN])
             lines.append("")
@@ -156,3 +163,11 @@ def check_examples(examples: Sequence[Example], index: ContaminationIndex | None
         else:
             kept.append(example)
     return kept
+
+
+def count_phrase_overlaps(examples: Sequence[Example], index: ContaminationIndex, report: OverlapReport) -> None:
+    """Record (not drop) examples sharing a shorter word run with a BFCL user turn."""
+    for example in examples:
+        hit = index.check(example)
+        if hit:
+            report.phrase_overlaps.append(hit)

@@ -10,6 +10,7 @@ one ``""`` (may be omitted) plus its default when it has one.
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 from toolrl_lib.data.toolset.signatures import Param, Signature
@@ -36,6 +37,21 @@ CLAUSES = {
     "archive": ("Archive the {e}", "Move the {e} to the archive", "Retire the {e}", "Put away the {e}"),
 }
 QUESTION_STARTS = ("Can", "Could", "How", "Which", "What")
+_ARTICLE = re.compile(r"\ba ([aeiou])")
+
+
+def articles(text: str) -> str:
+    """"an" before a vowel.
+
+    >>> articles("Create a image batch, a tank")
+    'Create an image batch, a tank'
+    """
+    return _ARTICLE.sub(r"an \1", text)
+
+
+def clause_for(sig: Signature, rng: random.Random) -> str:
+    """The request's verb clause for the signature's entity."""
+    return articles(rng.choice(CLAUSES[sig.verb]).format(e=sig.entity))
 
 
 def join_words(items: list[str]) -> str:
@@ -101,7 +117,7 @@ def sample_call(sig: Signature, rng: random.Random) -> tuple[dict[str, Any], str
         arguments[param.name], accepted[param.name] = value, ok
         phrases.append(phrase_for(param, value, text))
     rng.shuffle(phrases)
-    clause = rng.choice(CLAUSES[sig.verb]).format(e=sig.entity)
+    clause = clause_for(sig, rng)
     body = clause + "".join((" " if i == 0 or rng.random() < 0.7 else ", ") + p for i, p in enumerate(phrases) if p)
     end = "?" if clause.split()[0] in QUESTION_STARTS else rng.choice((".", ".", "!"))
     return {"name": sig.name, "arguments": arguments, ACCEPTED: accepted}, body + end
@@ -109,6 +125,7 @@ def sample_call(sig: Signature, rng: random.Random) -> tuple[dict[str, Any], str
 
 def missing_query(sig: Signature, rng: random.Random) -> str:
     """The request without its required values: the right answer is to ask, not to call."""
-    clause = rng.choice(CLAUSES[sig.verb]).format(e=sig.entity)
+    clause = clause_for(sig, rng)
     end = "?" if clause.split()[0] in QUESTION_STARTS else "."
-    return clause + rng.choice(("", " for me", " please", " when you get a chance")) + end
+    tails = ("", " for me", " when you get a chance") + (() if clause.startswith("Please") else (" please",))
+    return clause + rng.choice(tails) + end
