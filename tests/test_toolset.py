@@ -177,3 +177,20 @@ def test_the_doctests_of_the_toolset_modules_pass():
         module = importlib.import_module(f"toolrl_lib.data.toolset.{name}")
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, name
+
+
+def test_notebook_views_count_what_was_generated(tmp_path):
+    from toolrl_lib.data import explore
+    from toolrl_lib.data.toolset import write_broad
+
+    data = generate_broad(200, 4, contamination=False)
+    variety = explore.broad_variety(data)
+    assert sum(variety["domain"].values()) == sum(variety["kind"].values()) == 200
+    assert set(variety["kind"]) == {"simple", "multiple", "parallel", "parallel_multiple", *NEGATIVES}
+    assert sum(variety["naming style"].values()) == sum(len(v) for v in data.signatures.values())
+    assert variety["parameter type"]["object"] > 0 and variety["parameter type"]["array of string (enum)"] > 0
+    assert explore.plot_broad_variety(variety, tmp_path / "v.png").is_file()
+    write_broad(data, tmp_path / "broad")
+    assert explore.contamination_summary(tmp_path / "broad") == explore.contamination_summary(data)
+    with pytest.raises(FileNotFoundError, match="contamination.json"):
+        explore.contamination_summary(tmp_path)
