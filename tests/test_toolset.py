@@ -60,6 +60,8 @@ def test_every_kind_and_every_negative_is_generated_with_the_right_shape():
     examples = _all_examples()
     assert {e.kind for e in examples} == set(KINDS) - {"multi_turn"}
     assert {e.meta.get("negative") for e in examples} == {None, *NEGATIVES}
+    flags = Counter(v for e in examples for c in e.ground_truth for v in c["arguments"].values() if isinstance(v, bool))
+    assert flags[True] and flags[False]  # required flags are said both ways
     for e in examples:
         names = {t["name"] for t in e.tools}
         if e.kind == "multiple":

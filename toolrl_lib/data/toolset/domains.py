@@ -13,12 +13,14 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Slot:
     """A parameter idea: its words, value kind (``values.KINDS`` key, ``flag`` or
-    ``array:<kind>``), description, and how a query mentions it (``"on {}"``)."""
+    ``array:<kind>``), description, and how a query mentions it (``"on {}"``; a flag's
+    ``phrase`` says yes, its ``off_phrase`` no)."""
 
     words: str
     kind: str
     description: str
     phrase: str
+    off_phrase: str = ""
 
 
 SLOTS: dict[str, Slot] = {
@@ -60,10 +62,11 @@ SLOTS: dict[str, Slot] = {
     "slots": Slot("slot numbers", "array:count", "Numbered slots to use", "in slots {}"),
     "weights": Slot("item weights", "array:weight", "Weights of the items in kilograms", "with item weights of {}"),
     "dates": Slot("dates", "array:date", "Several dates, each YYYY-MM-DD", "on the dates {}"),
-    "notify": Slot("notify", "flag", "Tell the people involved", "and notify everyone involved"),
-    "urgent": Slot("urgent", "flag", "Handle before anything else", "and treat it as urgent"),
-    "public": Slot("public", "flag", "Visible to everyone", "and make it public"),
-    "dry_run": Slot("dry run", "flag", "Only simulate, change nothing", "as a dry run only"),
+    "notify": Slot("notify", "flag", "Tell the people involved", "and notify everyone involved",
+                   "without notifying anyone"),
+    "urgent": Slot("urgent", "flag", "Handle before anything else", "and treat it as urgent", "and it is not urgent"),
+    "public": Slot("public", "flag", "Visible to everyone", "and make it public", "and keep it private"),
+    "dry_run": Slot("dry run", "flag", "Only simulate, change nothing", "as a dry run only", "for real, not as a dry run"),
 }
 
 

@@ -94,8 +94,7 @@ def phrase_for(param: Param, value: Any, text: str) -> str:
     if param.kind == "flag":
         if value:
             return param.phrase
-        words = param.name.replace("_", " ")
-        return f"with {words} switched off" if param.required else ""
+        return param.off_phrase if param.required else ""
     return param.phrase.format(text)
 
 

@@ -61,6 +61,7 @@ class Param:
     required: bool
     default: Any = None
     choices: tuple[str, ...] = ()  # enum values
+    off_phrase: str = ""  # a required flag's "no"
 
     def schema(self) -> dict[str, Any]:
         """The JSON Schema property (what the model sees)."""
@@ -114,7 +115,7 @@ def _param(slot: Slot, style: str, required: bool) -> Param:
     """A domain slot as a parameter (an optional flag defaults to false)."""
     default = False if slot.kind == "flag" and not required else None
     return Param(parameter_name(slot.words.split(), style), slot.kind, slot.description, slot.phrase,
-                 required, default)
+                 required, default, off_phrase=slot.off_phrase)
 
 
 def _enum(domain: Domain, style: str, required: bool, array: bool = False) -> Param:
@@ -161,7 +162,8 @@ def _params(verb: str, domain: Domain, entity: str, style: str, rng: random.Rand
     elif verb == "create":
         out = [_param(s, style, True) for s in _pick(domain, rng, rng.randint(2, 3), taken)]
         out += [_enum(domain, style, rng.random() < 0.5)]
-        out += [_param(s, style, False) for s in _pick(domain, rng, 1, taken, flags=rng.random() < 0.5)]
+        flag = rng.random() < 0.5
+        out += [_param(s, style, flag and rng.random() < 0.4) for s in _pick(domain, rng, 1, taken, flags=flag)]
     elif verb == "update":
         out = [ident] + [_param(s, style, i == 0) for i, s in enumerate(_pick(domain, rng, 2, taken))]
     elif verb == "cancel":
@@ -194,7 +196,7 @@ def _params(verb: str, domain: Domain, entity: str, style: str, rng: random.Rand
         out = [_param(s, style, True) for s in numeric[:2]] or [ident]
         out += [_generic("currency code", "currency", "ISO 4217 code of the answer", "in {}", style, False, "EUR")]
     elif verb == "archive":
-        out = [ident] + [_param(s, style, False) for s in _pick(domain, rng, 1, taken, flags=True)]
+        out = [ident] + [_param(s, style, rng.random() < 0.5) for s in _pick(domain, rng, 1, taken, flags=True)]
     else:
         raise ValueError(f"unknown verb {verb!r}; expected one of {VERBS}")
     return out
