@@ -196,3 +196,12 @@ def test_notebook_views_count_what_was_generated(tmp_path):
     assert explore.contamination_summary(tmp_path / "broad") == explore.contamination_summary(data)
     with pytest.raises(FileNotFoundError, match="contamination.json"):
         explore.contamination_summary(tmp_path)
+
+
+def test_a_tiny_pool_still_gives_valid_examples_of_a_simpler_kind():
+    pool = Pool(all_signatures()[:1])
+    rng = random.Random(0)
+    for kind in ("multiple", "parallel_multiple", "irrelevance_near", "irrelevance"):
+        example = build_example(kind, pool, rng, "tiny")
+        validate_example(example)
+        assert example.kind in ("simple", "parallel", "irrelevance")

@@ -130,8 +130,11 @@ def build_example(kind: str, pool: Pool, rng: random.Random, example_id: str) ->
             target = rng.choice([s for s in pool.signatures if s.verb in ASKING_VERBS] or [target])
         offered = [target, *distractors(target, pool, rng.randint(0, 3), {target.name}, rng)]
         queries = [missing_query(target, rng)]
-    if not offered:  # a near miss needs a sibling; a pool without one gets plain irrelevance
-        return build_example("irrelevance", pool, rng, example_id)
+    if not offered:  # no sibling (or no other domain) in a small pool: the next easier negative
+        easier = "irrelevance" if kind == "irrelevance_near" else "irrelevance_missing"
+        return build_example(easier, pool, rng, example_id)
+    if (kind == "multiple" and len(offered) < 2) or (kind.startswith("parallel") and len(calls) < 2):
+        return build_example("simple", pool, rng, example_id)  # a pool too small for the kind
     rng.shuffle(offered)
     meta: dict[str, Any] = {"domain": target.domain, "target": target.name, "generator": "broad",
                             "signatures": sorted(s.name for s in offered)}
