@@ -182,7 +182,8 @@ def plot_broad_variety(variety: dict[str, Counter], path: str | Path) -> Path:
         items = counts.most_common(15)
         axis.barh([k for k, _ in items], [v for _, v in items])
         axis.invert_yaxis()
-        axis.set_title(f"by {title}" + (" (top 15)" if len(counts) > 15 else ""))
+        counted = {"naming style": "functions", "parameter type": "parameters"}.get(title, "examples")
+        axis.set_title(f"{counted} by {title}" + (" (top 15)" if len(counts) > 15 else ""))
     return _save(fig, path)
 
 
