@@ -31,11 +31,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     prepare.add_argument("--no-contamination-check", action="store_true",
                          help="skip the BFCL overlap check (not recommended)")
     prepare.set_defaults(handler=_prepare)
-    generate = sub.add_parser("generate", help="write raw synthetic rows (xlam|toolace|parquet)")
-    generate.add_argument("--format", required=True, choices=("xlam", "toolace", "parquet"))
-    generate.add_argument("--n", type=int, default=100)
+    generate = sub.add_parser(
+        "generate", help="write raw synthetic rows (xlam|toolace|parquet), or the broad tool set",
+        description="--generator synthetic (default) writes raw rows of the small catalogue in "
+        "--format to a file; --generator broad writes OUT/{train,val,test}.jsonl (held-out "
+        "functions), stats.json and the BFCL contamination report (contamination.json/.md).")
+    generate.add_argument("--generator", choices=("synthetic", "broad"), default="synthetic")
+    generate.add_argument("--format", choices=("xlam", "toolace", "parquet"),
+                          help="synthetic: raw row format (required there)")
+    generate.add_argument("--n", "--examples", dest="n", type=int, default=100,
+                          help="examples to generate")
     generate.add_argument("--seed", type=int, default=0)
-    generate.add_argument("--out", required=True, help="output file (.jsonl or .parquet)")
+    generate.add_argument("--val-fraction", type=float, default=0.1, help="broad: share of val")
+    generate.add_argument("--test-fraction", type=float, default=0.1, help="broad: share of test")
+    generate.add_argument("--no-contamination-check", action="store_true",
+                          help="broad: skip the BFCL overlap check (not recommended)")
+    generate.add_argument("--out", required=True,
+                          help="synthetic: output file (.jsonl or .parquet); broad: output folder")
     generate.set_defaults(handler=_generate)
 
 
@@ -60,6 +72,10 @@ def _generate(args: argparse.Namespace) -> int:
 
     from toolrl_lib.data.synthetic import generate_examples, to_raw
 
+    if args.generator == "broad":
+        return _generate_broad(args)
+    if args.format is None:
+        raise ValueError("--format is required with --generator synthetic (xlam, toolace or parquet)")
     rows = to_raw(generate_examples(args.n, seed=args.seed), args.format)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -73,4 +89,17 @@ def _generate(args: argparse.Namespace) -> int:
             for row in rows:
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     print(json.dumps({"rows": len(rows), "format": args.format, "out": str(out)}))
+    return 0
+
+
+def _generate_broad(args: argparse.Namespace) -> int:
+    from toolrl_lib.data.toolset import generate_broad, write_broad
+
+    data = generate_broad(args.n, seed=args.seed, val_fraction=args.val_fraction,
+                          test_fraction=args.test_fraction, contamination=not args.no_contamination_check)
+    stats = write_broad(data, args.out)
+    print(json.dumps({"out": str(args.out), "signatures": stats["signatures"], "domains": stats["domains"],
+                      "examples": {s: v["examples"] for s, v in stats["splits"].items()},
+                      "kinds": stats["kinds"], "contamination": stats["contamination"],
+                      "seconds": stats["seconds"]}, indent=2))
     return 0

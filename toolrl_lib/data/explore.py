@@ -3,6 +3,8 @@
 Source names (``source_specs``): ``synthetic`` (generated), ``xlam_sample``/``toolace_sample``
 (our hand-written rows in ``data/sample/``), ``bfcl_unused`` (BFCL's unscored sets), and
 ``xlam``/``toolace`` (a local file given in ``inputs``, else the hub) or ``parquet`` (a file).
+The broad tool set (``data/toolset/``) is shown by ``broad_variety``, ``plot_broad_variety``
+and ``contamination_summary``.
 """
 
 from __future__ import annotations
@@ -146,6 +148,56 @@ def plot_prompt_lengths(lengths_by_source: dict[str, list[int]], model: str, pat
     axis.set_title(f"prompt length (tokenizer: {model})")
     axis.legend()
     return _save(fig, path)
+
+
+# --- the broad tool set (``toolrl_lib/data/toolset/``) ---------------------------------------
+
+
+def broad_variety(data: Any) -> dict[str, Counter]:
+    """How varied a broad set is: examples by target domain and by kind (no-call examples by
+    their generator), signatures by naming style and parameters by type."""
+    examples = [e for rows in data.examples.values() for e in rows]
+    signatures = [s for sigs in data.signatures.values() for s in sigs]
+    types: Counter = Counter()
+    for sig in signatures:
+        for param in sig.params:
+            schema = param.schema()
+            items = schema.get("items", {})
+            types[schema["type"] + (f" of {items['type']}" if items else "")
+                  + (" (enum)" if "enum" in schema or "enum" in items else "")] += 1
+    return {
+        "domain": Counter(e.meta.get("domain", "?") for e in examples),
+        "kind": Counter(e.meta.get("negative", e.kind) for e in examples),
+        "naming style": Counter(s.style for s in signatures),
+        "parameter type": types,
+    }
+
+
+def plot_broad_variety(variety: dict[str, Counter], path: str | Path) -> Path:
+    """One bar chart per count of ``broad_variety`` (domains: the 15 most common)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(variety), figsize=(4.2 * len(variety), 4))
+    for axis, (title, counts) in zip(axes, variety.items(), strict=True):
+        items = counts.most_common(15)
+        axis.barh([k for k, _ in items], [v for _, v in items])
+        axis.invert_yaxis()
+        counted = {"naming style": "functions", "parameter type": "parameters"}.get(title, "examples")
+        axis.set_title(f"{counted} by {title}" + (" (top 15)" if len(counts) > 15 else ""))
+    return _save(fig, path)
+
+
+def contamination_summary(source: Any) -> dict[str, Any]:
+    """The overlap counts with BFCL of a broad set: a ``BroadData`` or a folder written by
+    ``toolrl data generate --generator broad`` (its ``contamination.json``)."""
+    if hasattr(source, "report"):
+        return source.report.summary()
+    path = Path(source) / "contamination.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: write it with `toolrl data generate --generator broad --out {source}`")
+    import json
+
+    return json.loads(path.read_text(encoding="utf-8"))["summary"]
 
 
 def _save(fig: Any, path: str | Path) -> Path:
