@@ -10,11 +10,21 @@ draws a split's tasks deterministically: train, validation and test seeds never 
 from __future__ import annotations
 
 from toolrl_lib.envs.bank import Bank
-from toolrl_lib.envs.base import ALL_KINDS, HARD_KINDS, KINDS, Environment, Step, Task, ToolError, Turn
+from toolrl_lib.envs.base import (
+    ALL_KINDS,
+    HARD_KINDS,
+    KINDS,
+    Environment,
+    Step,
+    Task,
+    ToolError,
+    Turn,
+)
 from toolrl_lib.envs.calendar import Calendar
 from toolrl_lib.envs.cross_app import cross_app_envs
 from toolrl_lib.envs.decoys import with_decoys
 from toolrl_lib.envs.files import FileStore
+from toolrl_lib.envs.hard import HARD_MAKERS  # registers the apps' hard-task makers
 from toolrl_lib.envs.inbox import Inbox
 
 REGISTRY: dict[str, Environment] = {}
@@ -85,5 +95,5 @@ _APPS: dict[str, Environment] = {e.name: e for e in (Calendar(), Bank(), FileSto
 for _env in [*_APPS.values(), *cross_app_envs(_APPS), *(with_decoys(a) for a in _APPS.values())]:
     register(_env)
 
-__all__ = ["ALL_KINDS", "HARD_KINDS", "KINDS", "REGISTRY", "Environment", "Step", "Task", "ToolError", "Turn",
+__all__ = ["ALL_KINDS", "HARD_KINDS", "HARD_MAKERS", "KINDS", "REGISTRY", "Environment", "Step", "Task", "ToolError", "Turn",
            "env_names", "get_env", "make_tasks", "register", "task_env", "task_from_key", "task_key"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import random
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -26,6 +27,10 @@ KINDS = ("dependent", "facts", "missing_param", "missing_function", "multi_reque
 SINGLE_APP_HARD_KINDS = ("chain", "recover", "ask_user", "confirm", "report")
 HARD_KINDS = ("chain", "cross_app", "distractors", "recover", "ask_user", "confirm", "report")
 ALL_KINDS = KINDS + HARD_KINDS
+
+
+MakeTask = Callable[[random.Random, str], tuple[dict[str, Any], list["Turn"], list[str]]]
+HARD_MAKERS: dict[str, MakeTask] = {}  # app name -> its hard-task maker, filled by toolrl_lib.envs.hard
 
 
 class ToolError(Exception):
@@ -154,10 +159,10 @@ class Environment:
         raise NotImplementedError
 
     def make_hard_task(self, rng: random.Random, kind: str) -> tuple[dict[str, Any], list[Turn], list[str]]:
-        """A task of a hard kind; apps read theirs from ``toolrl_lib.envs.hard``."""
-        from toolrl_lib.envs.hard import hard_task
-
-        return hard_task(self.name, rng, kind)
+        """A task of a hard kind, from the maker registered for this app (``HARD_MAKERS``)."""
+        if self.name not in HARD_MAKERS:
+            raise ValueError(f"no hard tasks registered for {self.name!r} (toolrl_lib.envs.hard registers them)")
+        return HARD_MAKERS[self.name](rng, kind)
 
     def open(self, state: dict[str, Any]) -> Any:
         """A fresh app over a deep copy of ``state`` (never shared between episodes)."""

@@ -16,9 +16,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from toolrl_lib.envs.base import Environment, Turn
-
-MakeTask = Callable[[random.Random, str], tuple[dict[str, Any], list[Turn], list[str]]]
+from toolrl_lib.envs.base import Environment, MakeTask, Turn
 
 
 def _delegate(part: str, app: type, tool: str) -> Callable[..., Any]:

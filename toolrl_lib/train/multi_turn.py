@@ -45,6 +45,16 @@ def sampling_settings(config: RunConfig, greedy: bool = False) -> SamplingSettin
                             top_p=config.grpo.top_p, batch_size=config.multi_turn.rollout_batch_size)
 
 
+def priming_tasks(config: RunConfig, train_tasks: list[Any]) -> list[Any]:
+    """The gold episodes priming trains on: the first GRPO tasks, or (``priming_kinds`` set)
+    train-split tasks of those kinds -- e.g. the default kinds only, so priming teaches the
+    call format while the held-out hard kinds stay for RL to learn."""
+    mt = config.multi_turn
+    if mt.priming_kinds is None:
+        return train_tasks[: mt.priming_episodes]
+    return make_tasks("train", mt.priming_episodes, mt.environments, mt.priming_kinds)
+
+
 def evaluate_stage(config: RunConfig, model_path: str, adapter_dir: Path | None, tasks: list[Any],
                    family: str, device: str) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """Greedy episode success of a model loaded fresh from disk (base, or base + adapter)."""
@@ -108,7 +118,7 @@ def train_multi_turn(config: RunConfig, out_dir: str | Path, resume: bool = Fals
         from toolrl_lib.envs.priming import gold_transcript_rows
         from toolrl_lib.prompts import get_adapter
 
-        rows, report = gold_transcript_rows(train_tasks[: mt.priming_episodes], get_adapter(family),
+        rows, report = gold_transcript_rows(priming_tasks(config, train_tasks), get_adapter(family),
                                             load_tokenizer(start_model), episode_settings(config),
                                             config.priming.max_length)
         if not rows:

@@ -1,6 +1,7 @@
 """The single-app hard task kinds (``SINGLE_APP_HARD_KINDS``), one module per app.
 
-Each module's ``hard_task(rng, kind)`` returns ``(state, turns, hidden)`` like an app's
+Each module's ``hard_task(rng, kind)`` (registered here in ``base.HARD_MAKERS`` under its
+app's name, which ``Environment.make_hard_task`` reads) returns ``(state, turns, hidden)`` like an app's
 ``make_task``, from its own state (drawn afresh, so the default kinds' draws never change):
 
 * ``chain`` -- 3 to 6 calls in sequence, each needing a value read from an earlier result;
@@ -12,18 +13,8 @@ Each module's ``hard_task(rng, kind)`` returns ``(state, turns, hidden)`` like a
 
 from __future__ import annotations
 
-import random
-from typing import Any
+from toolrl_lib.envs.base import HARD_MAKERS
+from toolrl_lib.envs.hard import bank, calendar, files, inbox
 
-from toolrl_lib.envs.base import Turn
-
-HardTask = tuple[dict[str, Any], list[Turn], list[str]]
-
-
-def hard_task(app: str, rng: random.Random, kind: str) -> HardTask:
-    from toolrl_lib.envs.hard import bank, calendar, files, inbox
-
-    modules = {"calendar": calendar, "bank": bank, "files": files, "inbox": inbox}
-    if app not in modules:
-        raise ValueError(f"no hard tasks for {app!r}; apps with hard tasks: {sorted(modules)}")
-    return modules[app].hard_task(rng, kind)
+for _module in (calendar, bank, files, inbox):
+    HARD_MAKERS[_module.__name__.rsplit(".", 1)[1]] = _module.hard_task

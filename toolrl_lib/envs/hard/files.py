@@ -61,6 +61,6 @@ def hard_task(rng: random.Random, kind: str) -> tuple[dict[str, Any], list[Turn]
         return state, [Turn(f"Delete every file in {folder}, but show me the list and wait for my yes first.",
                             [calls(call("list_files", folder=folder)),
                              reply(f"These would go: {', '.join(doomed)}. Delete them?")], facts=doomed),
-                       Turn("Yes, delete them.", [calls(*[call("delete_file", path=p) for p in doomed]),
+                       Turn("Yes, delete them.", [*(calls(call("delete_file", path=p)) for p in doomed),
                                                   reply("Deleted.")])], hidden
     raise ValueError(f"files: no hard task kind {kind!r}")

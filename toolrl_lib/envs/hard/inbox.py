@@ -29,7 +29,7 @@ def hard_task(rng: random.Random, kind: str) -> tuple[dict[str, Any], list[Turn]
     if kind == "chain":
         hops = rng.randint(1, 4)  # senders who only point on: hops + 2 calls in all
         trail = senders[: hops + 1]
-        for here, there, message in zip(trail, trail[1:], ids, strict=False):
+        for there, message in zip(trail[1:], ids, strict=False):
             messages[message]["text"] = f"ask {there}, they have the code"
         code = str(rng.randrange(1000, 10000))
         messages[ids[hops]]["text"] = f"the code is {code}"
