@@ -60,7 +60,7 @@ def calendar_to_inbox(rng: random.Random, kind: str) -> Made:
     messages = inbox(rng, rng.sample(CONTACTS, 3))
     event, person = calendar["events"][rng.choice(ids)], rng.choice(CONTACTS)
     turn = Turn(f"Tell {person} when my '{event['title']}' on {event['day']} starts; send only the time, "
-                "like 09:30.",
+                "as HH:MM.",
                 [calls(call("list_events", day=event["day"])),
                  calls(call("send_message", to=person, text=event["start"])), reply("Sent.")])
     return {"calendar": calendar, "inbox": messages}, [turn], ["forward_message"]
