@@ -229,3 +229,13 @@ def test_config_opts_in_to_hard_kinds_and_primes_on_other_kinds():
                               ("multi_turn.priming_kinds=[hard]", "unknown task kind")):
         with pytest.raises(ConfigError, match=message):
             load_run_config("configs/multi_turn_embedded_gpu.yaml", [override])
+
+
+def test_a_policy_with_only_the_default_habits_solves_the_default_kinds_not_the_hard_ones():
+    from toolrl_lib.envs.naive import naive_success_by_kind
+
+    default = naive_success_by_kind(make_tasks("test", 80), asks=True)
+    hard = naive_success_by_kind(make_tasks("test", 112, kinds=list(HARD_KINDS)), asks=True)
+    assert min(default.values()) >= 0.9, default
+    assert set(hard) == set(HARD_KINDS) and max(hard.values()) <= 0.5, hard
+    assert naive_success_by_kind(make_tasks("test", 20, kinds=["missing_param"]))["missing_param"] == 0.0

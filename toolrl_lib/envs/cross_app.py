@@ -1,9 +1,10 @@
 """Tasks across two apps (kind ``cross_app``): read in one app, write what was read in the other.
 
-Four composites, each anchored on the app the task reads from: ``inbox_calendar`` (a message
-proposes a meeting: book it, reply), ``files_inbox`` (send a file's note to a contact),
-``calendar_inbox`` (tell a contact when an event starts) and ``bank_files`` (write a balance
-into a file). Each part's state is drawn by that app's hard-task helpers.
+Four composites, each anchored on the app the task reads from, each task three dependent
+steps with calls: ``inbox_calendar`` (a message proposes a meeting: book it, reply),
+``files_inbox`` (send a file's note to a contact, then archive the file), ``calendar_inbox``
+(tell a contact when an event starts, then invite them) and ``bank_files`` (repeat a payment,
+write the new balance into a file). Each part's state is drawn by that app's hard-task helpers.
 """
 
 from __future__ import annotations
@@ -49,31 +50,37 @@ def files_to_inbox(rng: random.Random, kind: str) -> Made:
     files, paths = hard_files.store(rng)
     messages = inbox(rng, rng.sample(CONTACTS, 3))
     path, person = paths[0], rng.choice(CONTACTS)
-    turn = Turn(f"Send {person} the note in {path}, word for word.",
+    name = path.split("/")[1]
+    turn = Turn(f"Send {person} the note in {path}, word for word, then move the file to archive.",
                 [calls(call("read_file", path=path)), calls(call("send_message", to=person, text=files[path])),
-                 reply("Sent.")])
+                 calls(call("move_file", source=path, destination=f"archive/{name}")), reply("Sent and archived.")])
     return {"files": {"files": files}, "inbox": messages}, [turn], ["copy_file", "forward_message"]
 
 
 def calendar_to_inbox(rng: random.Random, kind: str) -> Made:
     calendar, ids = hard_calendar.week(rng)
     messages = inbox(rng, rng.sample(CONTACTS, 3))
-    event, person = calendar["events"][rng.choice(ids)], rng.choice(CONTACTS)
-    turn = Turn(f"Tell {person} when my '{event['title']}' on {event['day']} starts; send only the time, "
-                "as HH:MM.",
+    target = rng.choice(ids)
+    event, person = calendar["events"][target], rng.choice(CONTACTS)
+    turn = Turn(f"Tell {person} when my '{event['title']}' on {event['day']} starts (send only the time, "
+                f"as HH:MM), then invite {person} to it.",
                 [calls(call("list_events", day=event["day"])),
-                 calls(call("send_message", to=person, text=event["start"])), reply("Sent.")])
+                 calls(call("send_message", to=person, text=event["start"])),
+                 calls(call("invite", event_id=target, person=person)), reply("Sent and invited.")])
     return {"calendar": calendar, "inbox": messages}, [turn], ["forward_message"]
 
 
 def bank_to_files(rng: random.Random, kind: str) -> Made:
     bank = hard_bank.accounts(rng, round(rng.randrange(60_000, 300_000) / 100, 2))
     files, _ = hard_files.store(rng)
-    account = rng.choice(["checking", "savings"])
-    path = f"notes/{account}_balance.txt"
-    turn = Turn(f"Write my {account} balance into {path}: just the number, as the bank shows it.",
-                [calls(call("get_balance", account=account)),
-                 calls(call("write_file", path=path, content=shown(bank["balances"][account]))), reply("Written.")])
+    last = rng.choice(bank["payments"])
+    path = "notes/checking_balance.txt"
+    left = shown(bank["balances"]["checking"] - last["amount"])
+    turn = Turn(f"Pay {last['payee']} again the amount of my last payment to them, from checking, then write "
+                f"the new checking balance into {path}: just the number, as the bank shows it.",
+                [calls(call("list_payments", account="checking")),
+                 calls(call("pay_bill", account="checking", payee=last["payee"], amount=last["amount"])),
+                 calls(call("write_file", path=path, content=left)), reply("Paid and written.")])
     return {"bank": bank, "files": {"files": files}}, [turn], ["copy_file", "schedule_payment"]
 
 

@@ -6,7 +6,8 @@ app's name, which ``Environment.make_hard_task`` reads) returns ``(state, turns,
 
 * ``chain`` -- 3 to 6 calls in sequence, each needing a value read from an earlier result;
 * ``recover`` -- the first call is rejected with an informative error; retry corrected;
-* ``ask_user`` -- a value is missing: ask, then use the user's answer in a lookup and a write;
+* ``ask_user`` -- a value is missing: ask, then resolve the user's answer by a lookup and act
+  on it (three steps with calls after the answer);
 * ``confirm`` -- the user asks to confirm a destructive action first: look, ask, then act;
 * ``report`` -- the reply must quote values from several results.
 """

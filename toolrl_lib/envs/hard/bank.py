@@ -58,10 +58,14 @@ def hard_task(rng: random.Random, kind: str) -> tuple[dict[str, Any], list[Turn]
                              calls(call("pay_bill", account="savings", payee=payee, amount=amount)),
                              reply("Checking was short, so I paid from savings.")])], []
     if kind == "ask_user":
-        return state, [Turn("Move some money from savings to checking.", [reply("How much should I move?")]),
-                       Turn(f"The amount of my last {first['payee']} payment.",
+        payee, amount = first["payee"], first["amount"]
+        return state, [Turn(f"Move some money from savings to checking, then pay {payee} that same amount "
+                            "from checking.", [reply("How much should I move?")]),
+                       Turn(f"The amount of my last {payee} payment.",
                             [calls(history), calls(call("transfer", from_account="savings", to_account="checking",
-                                                        amount=first["amount"])), reply("Moved.")])], []
+                                                        amount=amount)),
+                             calls(call("pay_bill", account="checking", payee=payee, amount=amount)),
+                             reply("Moved and paid.")])], []
     if kind == "confirm":
         everything = shown(balances["savings"])
         return state, [Turn("Move everything in savings to checking, but confirm the amount with me first.",

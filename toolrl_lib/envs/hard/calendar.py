@@ -52,10 +52,12 @@ def hard_task(rng: random.Random, kind: str) -> tuple[dict[str, Any], list[Turn]
                              calls(call("cancel_event", event_id=a)), reply("That id was stale; cancelled.")])], []
     new_day, when = rng.choice(DAYS), rng.choice(TIMES)
     if kind == "ask_user":
-        return state, [Turn(f"Move one of my events to {new_day} at {when}.", [reply("Which event?")]),
+        person = rng.choice(PEOPLE)
+        return state, [Turn(f"Move one of my events to {new_day} at {when} and invite {person} to it.",
+                            [reply("Which event?")]),
                        Turn(f"'{ea['title']}' on {ea['day']}.",
                             [calls(look(ea)), calls(call("move_event", event_id=a, day=new_day, start=when)),
-                             reply("Moved.")])], []
+                             calls(call("invite", event_id=a, person=person)), reply("Moved and invited.")])], []
     if kind == "confirm":
         return state, [Turn(f"Cancel '{ea['title']}' on {ea['day']}, but confirm with me before you delete it.",
                             [calls(look(ea)), reply(f"'{ea['title']}' starts at {ea['start']}. Cancel it?")],

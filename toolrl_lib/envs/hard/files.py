@@ -51,11 +51,12 @@ def hard_task(rng: random.Random, kind: str) -> tuple[dict[str, Any], list[Turn]
     path = paths[0]
     folder, name = path.split("/")
     if kind == "ask_user":
-        return state, [Turn("Move one of my files to archive.", [reply("Which file?")]),
+        return state, [Turn("Move one of my files to archive and tell me what it says.", [reply("Which file?")]),
                        Turn(f"The {name.rsplit('_', 1)[0]} one in {folder}.",
                             [calls(call("list_files", folder=folder)),
                              calls(call("move_file", source=path, destination=f"archive/{name}")),
-                             reply("Moved.")])], hidden
+                             calls(call("read_file", path=f"archive/{name}")),
+                             reply(f"Moved. It says: {files[path]}.")], facts=[files[path]])], hidden
     if kind == "confirm":
         doomed = sorted(p for p in files if p.startswith(folder + "/"))
         return state, [Turn(f"Delete every file in {folder}, but show me the list and wait for my yes first.",

@@ -49,11 +49,12 @@ def hard_task(rng: random.Random, kind: str) -> tuple[dict[str, Any], list[Turn]
                             [failing(call("send_message", to=FULL_NAMES[spare], text=text)),
                              calls(call("send_message", to=spare, text=text)), reply(f"Sent to {spare}.")])], hidden
     if kind == "ask_user":
-        return state, [Turn(f"Pass on to someone what {who} wrote to me, word for word.",
-                            [reply("Who should I send it to?")]),
+        return state, [Turn(f"Pass on to someone what {who} wrote to me, word for word, then delete {who}'s "
+                            "message.", [reply("Who should I send it to?")]),
                        Turn(f"To {spare}.", [calls(look(who)),
                                              calls(call("send_message", to=spare, text=messages[first]["text"])),
-                                             reply("Sent.")])], hidden
+                                             calls(call("delete_message", message_id=first)),
+                                             reply("Sent and deleted.")])], hidden
     if kind == "confirm":
         return state, [Turn(f"Delete the message from {who}, but tell me what it says and wait for my yes first.",
                             [calls(look(who)), reply(f"It says: {messages[first]['text']}. Delete it?")],
