@@ -213,18 +213,18 @@ def test_success_is_summarised_by_kind_and_by_app():
 
 def test_config_opts_in_to_hard_kinds_and_primes_on_other_kinds():
     from toolrl_lib.config import ConfigError
+    from toolrl_lib.envs.priming import priming_tasks
     from toolrl_lib.train.config import load_run_config
-    from toolrl_lib.train.multi_turn import priming_tasks
 
-    config = load_run_config("configs/multi_turn_embedded_gpu.yaml")
-    assert config.multi_turn.kinds == list(HARD_KINDS) and config.multi_turn.priming_kinds == list(KINDS)
-    config.multi_turn.priming_episodes = 10
-    primed = priming_tasks(config, [])
-    held_out = make_tasks("val", 14, config.multi_turn.environments, config.multi_turn.kinds)
-    assert {t.kind for t in primed} <= set(KINDS) and not {t.id for t in primed} & {t.id for t in held_out}
-    default = load_run_config("configs/multi_turn_smoke.yaml")
-    assert default.multi_turn.kinds is None and default.multi_turn.priming_kinds is None
-    assert priming_tasks(default, make_tasks("train", 40))[:3] == make_tasks("train", 3)
+    mt = load_run_config("configs/multi_turn_embedded_gpu.yaml").multi_turn
+    assert mt.kinds == list(HARD_KINDS) and mt.priming_kinds == list(KINDS)
+    primed = priming_tasks(make_tasks("train", 20, mt.environments, mt.kinds), 20, mt.environments, mt.priming_kinds)
+    held_out = make_tasks("val", 56, mt.environments, mt.kinds)
+    assert {t.kind for t in primed} == set(KINDS) and not {t.kind for t in primed} & {t.kind for t in held_out}
+    default = load_run_config("configs/multi_turn_smoke.yaml").multi_turn
+    assert default.kinds is None and default.priming_kinds is None
+    train = make_tasks("train", 40, default.environments, default.kinds)
+    assert priming_tasks(train, 8, default.environments, default.priming_kinds) == train[:8]
     for override, message in (("multi_turn.step_limit=6", "step_limit >= 7"),
                               ("multi_turn.priming_kinds=[hard]", "unknown task kind")):
         with pytest.raises(ConfigError, match=message):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from toolrl_lib.envs.base import Environment, Turn, number, string, tool
+from toolrl_lib.envs.base import Environment, ToolError, Turn, number, string, tool
 from toolrl_lib.envs.composite import Composite
 
 
@@ -24,8 +24,6 @@ class DecoyApp:
 
     def _log(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         if len(self.state["log"]) >= 20:
-            from toolrl_lib.envs.base import ToolError
-
             raise ToolError("too many requests")
         self.state["log"].append({"tool": name, "arguments": arguments})
         return {"ok": True}

@@ -45,16 +45,6 @@ def sampling_settings(config: RunConfig, greedy: bool = False) -> SamplingSettin
                             top_p=config.grpo.top_p, batch_size=config.multi_turn.rollout_batch_size)
 
 
-def priming_tasks(config: RunConfig, train_tasks: list[Any]) -> list[Any]:
-    """The gold episodes priming trains on: the first GRPO tasks, or (``priming_kinds`` set)
-    train-split tasks of those kinds -- e.g. the default kinds only, so priming teaches the
-    call format while the held-out hard kinds stay for RL to learn."""
-    mt = config.multi_turn
-    if mt.priming_kinds is None:
-        return train_tasks[: mt.priming_episodes]
-    return make_tasks("train", mt.priming_episodes, mt.environments, mt.priming_kinds)
-
-
 def evaluate_stage(config: RunConfig, model_path: str, adapter_dir: Path | None, tasks: list[Any],
                    family: str, device: str) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """Greedy episode success of a model loaded fresh from disk (base, or base + adapter)."""
@@ -115,10 +105,11 @@ def train_multi_turn(config: RunConfig, out_dir: str | Path, resume: bool = Fals
     if before and (mt.eval_base or not config.priming.enabled):
         stage("base", start_model, None, 0)
     if config.priming.enabled and not is_primed(paths.primed_model):
-        from toolrl_lib.envs.priming import gold_transcript_rows
+        from toolrl_lib.envs.priming import gold_transcript_rows, priming_tasks
         from toolrl_lib.prompts import get_adapter
 
-        rows, report = gold_transcript_rows(priming_tasks(config, train_tasks), get_adapter(family),
+        tasks = priming_tasks(train_tasks, mt.priming_episodes, mt.environments, mt.priming_kinds)
+        rows, report = gold_transcript_rows(tasks, get_adapter(family),
                                             load_tokenizer(start_model), episode_settings(config),
                                             config.priming.max_length)
         if not rows:
