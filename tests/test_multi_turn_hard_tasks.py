@@ -20,7 +20,7 @@ from toolrl_lib.envs import (
     task_from_key,
     task_key,
 )
-from toolrl_lib.envs.base import Task
+from toolrl_lib.envs.base import CALL_STEPS, Task
 from toolrl_lib.envs.checker import EpisodeCheck, check_episode, gold_states
 from toolrl_lib.envs.safety import Session
 
@@ -89,9 +89,12 @@ def test_every_hard_gold_trajectory_passes_the_checker():
         check = play(task, gold_script(task))
         assert check.success and check.call_credit == 1.0, task.id
         calls_per_turn = [sum(bool(s.calls) for s in turn.steps) for turn in task.turns]
-        assert max(calls_per_turn) <= 6, task.id
+        assert max(calls_per_turn) <= CALL_STEPS[task.kind], task.id
     chains = [t for t in HARD if t.kind == "chain"]
     assert {sum(bool(s.calls) for s in t.turns[0].steps) for t in chains} == {3, 4, 5, 6}
+    for kind in KINDS:
+        assert max(sum(bool(s.calls) for s in turn.steps) for t in make_tasks("train", 80, kinds=[kind])
+                   for turn in t.turns) == CALL_STEPS[kind]
 
 
 def test_hard_gold_episodes_play_through_the_token_transcript_within_step_limit_7():
@@ -225,10 +228,13 @@ def test_config_opts_in_to_hard_kinds_and_primes_on_other_kinds():
     assert default.kinds is None and default.priming_kinds is None
     train = make_tasks("train", 40, default.environments, default.kinds)
     assert priming_tasks(train, 8, default.environments, default.priming_kinds) == train[:8]
-    for override, message in (("multi_turn.step_limit=6", "step_limit >= 7"),
-                              ("multi_turn.priming_kinds=[hard]", "unknown task kind")):
+    for overrides, message in ((["multi_turn.step_limit=6"], "step_limit >= 7"),
+                               (["multi_turn.kinds=[confirm,recover]", "multi_turn.step_limit=3"], "step_limit >= 4"),
+                               (["multi_turn.priming_kinds=[hard]"], "unknown task kind")):
         with pytest.raises(ConfigError, match=message):
-            load_run_config("configs/multi_turn_embedded_gpu.yaml", [override])
+            load_run_config("configs/multi_turn_embedded_gpu.yaml", overrides)
+    load_run_config("configs/multi_turn_embedded_gpu.yaml", ["multi_turn.kinds=[confirm,recover]",
+                                                             "multi_turn.step_limit=4"])
 
 
 def test_a_policy_with_only_the_default_habits_solves_the_default_kinds_not_the_hard_ones():

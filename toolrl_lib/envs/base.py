@@ -27,6 +27,9 @@ KINDS = ("dependent", "facts", "missing_param", "missing_function", "multi_reque
 SINGLE_APP_HARD_KINDS = ("chain", "recover", "ask_user", "confirm", "report")
 HARD_KINDS = ("chain", "cross_app", "distractors", "recover", "ask_user", "confirm", "report")
 ALL_KINDS = KINDS + HARD_KINDS
+# the most steps with calls in one gold turn, per kind (a turn is cut after ``step_limit`` of them)
+CALL_STEPS = {"dependent": 2, "facts": 1, "missing_param": 1, "missing_function": 2, "multi_request": 2,
+              "chain": 6, "cross_app": 3, "distractors": 6, "recover": 3, "ask_user": 3, "confirm": 3, "report": 3}
 
 
 MakeTask = Callable[[random.Random, str], tuple[dict[str, Any], list["Turn"], list[str]]]

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 ALL_ENVS = ["calendar", "bank", "files", "inbox"]
-HARD_STEP_LIMIT = 7  # the longest gold turn of the hard kinds: a chain of 6 call steps, then a reply
 
 
 @dataclass
@@ -42,6 +41,7 @@ def multi_turn_violations(config: Any) -> list[tuple[str, Any, str]]:
     if not mt.enabled:
         return []
     from toolrl_lib.envs import ALL_KINDS, KINDS, env_names, task_env
+    from toolrl_lib.envs.base import CALL_STEPS
 
     out: list[tuple[str, Any, str]] = []
 
@@ -59,10 +59,11 @@ def multi_turn_violations(config: Any) -> list[tuple[str, Any, str]]:
             rule(kind not in ALL_KINDS or any(task_env(app, kind) for app in apps), key, kind,
                  f"no environment of {apps} generates this kind")
     hard = list(dict.fromkeys(k for k in (mt.kinds or []) + (mt.priming_kinds or [])
-                              if k in ALL_KINDS and k not in KINDS))
-    rule(not hard or mt.step_limit >= HARD_STEP_LIMIT, "step_limit", mt.step_limit,
-         f"the kinds {hard} have gold turns of {HARD_STEP_LIMIT - 1} steps with calls before the "
-         f"reply (a turn is cut after step_limit of them); use step_limit >= {HARD_STEP_LIMIT}")
+                              if k in ALL_KINDS and k not in KINDS))  # the default kinds keep their rules
+    needed = max((CALL_STEPS[k] for k in hard), default=0) + 1
+    rule(not hard or mt.step_limit >= needed, "step_limit", mt.step_limit,
+         f"the kinds {hard} have gold turns of {needed - 1} steps with calls before the reply (a turn "
+         f"is cut after step_limit of them); use step_limit >= {needed}")
     for key in ("train_tasks", "step_limit", "max_new_tokens", "rollout_batch_size"):
         rule(getattr(mt, key) >= 1, key, getattr(mt, key), "must be >= 1")
     rule(mt.val_tasks >= 0 and mt.priming_episodes >= 0, "val_tasks", mt.val_tasks, "counts must be >= 0")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 from typing import Any
 
 from toolrl_lib.envs.base import Turn, call, calls, failing, reply
@@ -58,6 +59,11 @@ def hard_task(rng: random.Random, kind: str) -> tuple[dict[str, Any], list[Turn]
                              calls(call("read_file", path=f"archive/{name}")),
                              reply(f"Moved. It says: {files[path]}.")], facts=[files[path]])], hidden
     if kind == "confirm":
+        while len({p.split("/")[0] for p in files}) < 2:  # so the smallest folder holds <= 3 files
+            files, paths = store(rng)
+            state = {"files": files}
+        counts = Counter(p.split("/")[0] for p in files)
+        folder = min(counts, key=lambda f: (counts[f], f))
         doomed = sorted(p for p in files if p.startswith(folder + "/"))
         return state, [Turn(f"Delete every file in {folder}, but show me the list and wait for my yes first.",
                             [calls(call("list_files", folder=folder)),
