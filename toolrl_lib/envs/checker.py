@@ -6,7 +6,9 @@ the model's turn equals the gold state after that turn (so a guessed argument, a
 write or a missing write fails it; reads are free) and every fact the user asked for in
 that turn appears in the model's plain replies of that turn (case-insensitive). An episode
 succeeds when every turn passes. ``call_credit`` (for shaped rewards) is the share of gold
-calls the model made exactly (name and arguments, matched as multisets, per turn).
+calls the model made exactly (name and arguments, matched as multisets, per turn); a gold
+step marked ``expect_error`` (a call the app rejects on purpose, to be retried) is not a call
+the model owes, and only the calls an episode *executed* count.
 """
 
 from __future__ import annotations
@@ -49,8 +51,8 @@ def canonical_call(call: Any) -> str:
 
 
 def gold_states(env: Environment, task: Task, limits: Limits | None = None) -> list[dict[str, Any]]:
-    """The app state after each turn when the gold calls run (a failing gold call is a bug in
-    the task generator, so it raises)."""
+    """The app state after each turn when the gold calls run (a gold call that fails, or an
+    ``expect_error`` one that runs, is a bug in the task generator, so it raises)."""
     session = Session(env, task, limits or Limits())
     states = []
     for number, turn in enumerate(task.turns):
@@ -58,8 +60,9 @@ def gold_states(env: Environment, task: Task, limits: Limits | None = None) -> l
         for step in turn.steps:
             for request in step.calls:
                 outcome = session.call(request)
-                if not outcome.executed:
-                    raise ValueError(f"{task.id}: gold call {request} of turn {number} failed: {outcome.error}")
+                if outcome.executed == step.expect_error:
+                    raise ValueError(f"{task.id}: gold call {request} of turn {number}: executed "
+                                     f"{outcome.executed}, expected {not step.expect_error} ({outcome.error})")
         states.append(session.state())
     return states
 
@@ -77,7 +80,7 @@ def check_episode(
         said = " ".join(replies[number]).lower() if number < len(replies) else ""
         facts_ok = all(fact.lower() in said for fact in turn.facts)
         passed.append(bool(state_ok and facts_ok))
-        wanted = Counter(canonical_call(c) for step in turn.steps for c in step.calls)
+        wanted = Counter(canonical_call(c) for step in turn.steps if not step.expect_error for c in step.calls)
         made = Counter(canonical_call(c) for c in (executed[number] if number < len(executed) else []))
         matched += sum((wanted & made).values())
         total += sum(wanted.values())

@@ -18,7 +18,7 @@ ALL_ENVS = ["calendar", "bank", "files", "inbox"]
 class MultiTurnSection:
     enabled: bool = False
     environments: list[str] = field(default_factory=lambda: list(ALL_ENVS))
-    kinds: list[str] | None = None  # task kinds (toolrl_lib.envs.KINDS); None = all, evenly
+    kinds: list[str] | None = None  # task kinds (toolrl_lib.envs.ALL_KINDS); None = the default KINDS, evenly
     train_tasks: int = 256  # GRPO prompts: train-split tasks, cycling over environments and kinds
     val_tasks: int = 32  # validation-split tasks scored before/after (greedy episode success)
     eval_base: bool = True  # also score the start model (before priming) when validating before
@@ -27,6 +27,9 @@ class MultiTurnSection:
     max_episode_tokens: int = 1024  # completion tokens (model + injected) of one episode
     rollout_batch_size: int = 16  # episodes decoded together in one generation round
     priming_episodes: int = 128  # gold transcripts for priming SFT (first train tasks)
+    # kinds of the priming episodes (train split); None = the first train tasks (of ``kinds``).
+    # Priming on kinds other than the held-out ones teaches the format, not the answers.
+    priming_kinds: list[str] | None = None
     reward_success: float = 1.0  # weight of whole-episode success
     reward_calls: float = 0.0  # shaped: weight of the share of gold calls made exactly
     reward_turns: float = 0.0  # shaped: weight of the share of turns passed
@@ -37,7 +40,8 @@ def multi_turn_violations(config: Any) -> list[tuple[str, Any, str]]:
     mt = config.multi_turn
     if not mt.enabled:
         return []
-    from toolrl_lib.envs import KINDS, env_names
+    from toolrl_lib.envs import ALL_KINDS, KINDS, env_names, task_env
+    from toolrl_lib.envs.base import CALL_STEPS
 
     out: list[tuple[str, Any, str]] = []
 
@@ -48,8 +52,18 @@ def multi_turn_violations(config: Any) -> list[tuple[str, Any, str]]:
     rule(bool(mt.environments), "environments", mt.environments, "needs at least one environment")
     for name in mt.environments:
         rule(name in env_names(), "environments", name, f"unknown environment; use {env_names()}")
-    for kind in mt.kinds or []:
-        rule(kind in KINDS, "kinds", kind, f"unknown task kind; use {list(KINDS)}")
+    apps = [name for name in mt.environments if name in env_names()]
+    for key in ("kinds", "priming_kinds"):
+        for kind in getattr(mt, key) or []:
+            rule(kind in ALL_KINDS, key, kind, f"unknown task kind; use {list(ALL_KINDS)}")
+            rule(kind not in ALL_KINDS or any(task_env(app, kind) for app in apps), key, kind,
+                 f"no environment of {apps} generates this kind")
+    hard = list(dict.fromkeys(k for k in (mt.kinds or []) + (mt.priming_kinds or [])
+                              if k in ALL_KINDS and k not in KINDS))  # the default kinds keep their rules
+    needed = max((CALL_STEPS[k] for k in hard), default=0) + 1
+    rule(not hard or mt.step_limit >= needed, "step_limit", mt.step_limit,
+         f"the kinds {hard} have gold turns of {needed - 1} steps with calls before the reply (a turn "
+         f"is cut after step_limit of them); use step_limit >= {needed}")
     for key in ("train_tasks", "step_limit", "max_new_tokens", "rollout_batch_size"):
         rule(getattr(mt, key) >= 1, key, getattr(mt, key), "must be >= 1")
     rule(mt.val_tasks >= 0 and mt.priming_episodes >= 0, "val_tasks", mt.val_tasks, "counts must be >= 0")

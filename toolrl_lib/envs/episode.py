@@ -159,7 +159,8 @@ class Episode:
         check = check_episode(self.env, self.task, self.states, self.replies, self.executed,
                               goal if goal is not None else gold_states(self.env, self.task))
         return {
-            "task_id": self.task.id, "env": self.task.env, "kind": self.task.kind, **check.to_dict(),
+            "task_id": self.task.id, "env": self.task.env, "kind": self.task.kind,
+            "apps": list(self.task.apps or [self.task.env]), **check.to_dict(),
             "steps": self.steps, "valid_steps": self.valid_steps, "forced": self.forced,
             "truncated": self.truncated, "calls": self.calls, "refused": self.refused,
             "model_tokens": sum(self.env_mask), "injected_tokens": len(self.env_mask) - sum(self.env_mask),

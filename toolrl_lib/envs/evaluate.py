@@ -29,8 +29,21 @@ def evaluate_episodes(model: Any, tokenizer: Any, tasks: list[Task], family: str
     return [e.result() for e in episodes], episodes
 
 
+def success_groups(rows: list[dict[str, Any]], field: str) -> dict[str, list[float]]:
+    """0/1 successes grouped by ``kind``, ``env`` or ``app`` (a task across two apps counts for
+    both; rows written before tasks recorded their apps count for their environment)."""
+    groups: dict[str, list[float]] = defaultdict(list)
+    for row in rows:
+        names = (row.get("apps") or [row["env"]]) if field == "app" else [row[field]]
+        for name in names:
+            groups[name].append(float(bool(row["success"])))
+    return dict(sorted(groups.items()))
+
+
 def summarise(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Success rate and shaped components overall, success per kind and per environment."""
+    """Success rate and shaped components overall, success per kind and per environment
+    (``success_<name>``), and per app (``success_app_<app>``) once some task's apps differ
+    from its environment (composites), so runs on the apps alone keep their columns."""
     if not rows:
         return {}
     n = len(rows)
@@ -39,11 +52,11 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, float]:
     out["forced"] = sum(r["forced"] > 0 for r in rows) / n
     out["truncated"] = sum(bool(r["truncated"]) for r in rows) / n
     for field in ("kind", "env"):
-        groups: dict[str, list[float]] = defaultdict(list)
-        for row in rows:
-            groups[row[field]].append(float(bool(row["success"])))
-        for name, values in sorted(groups.items()):
+        for name, values in success_groups(rows, field).items():
             out[f"success_{name}"] = sum(values) / len(values)
+    if any(row.get("apps", [row["env"]]) != [row["env"]] for row in rows):
+        for name, values in success_groups(rows, "app").items():
+            out[f"success_app_{name}"] = sum(values) / len(values)
     return out
 
 

@@ -53,6 +53,18 @@ def plot_stages(validation: Any, out_path: str | Path) -> Path:
     return save_figure(fig, out_path)
 
 
+def success_breakdown(rows: list[dict[str, Any]]) -> Any:
+    """Per-task outcome rows (``episodes/<stage>.jsonl``) as a table: tasks and success rate
+    by kind and by app (a task across two apps counts under both)."""
+    import pandas as pd
+
+    from toolrl_lib.envs.evaluate import success_groups
+
+    table = [{"by": field, "name": name, "tasks": len(values), "success": sum(values) / len(values)}
+             for field in ("kind", "app") for name, values in success_groups(rows, field).items()]
+    return pd.DataFrame(table, columns=["by", "name", "tasks", "success"]).set_index(["by", "name"])
+
+
 def paired_success(run_dir: str | Path, a: str = "primed", b: str = "final") -> tuple[list[float], list[float]]:
     """Per-task 0/1 success of two stages on the same validation tasks (for a paired CI)."""
     from toolrl_lib.envs.evaluate import read_rows

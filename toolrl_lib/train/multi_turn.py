@@ -105,10 +105,11 @@ def train_multi_turn(config: RunConfig, out_dir: str | Path, resume: bool = Fals
     if before and (mt.eval_base or not config.priming.enabled):
         stage("base", start_model, None, 0)
     if config.priming.enabled and not is_primed(paths.primed_model):
-        from toolrl_lib.envs.priming import gold_transcript_rows
+        from toolrl_lib.envs.priming import gold_transcript_rows, priming_tasks
         from toolrl_lib.prompts import get_adapter
 
-        rows, report = gold_transcript_rows(train_tasks[: mt.priming_episodes], get_adapter(family),
+        tasks = priming_tasks(train_tasks, mt.priming_episodes, mt.environments, mt.priming_kinds)
+        rows, report = gold_transcript_rows(tasks, get_adapter(family),
                                             load_tokenizer(start_model), episode_settings(config),
                                             config.priming.max_length)
         if not rows:
