@@ -49,9 +49,9 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
 ``grpo.vllm`` (not in ``fast:``; ``vllm_engine.py``)
     With vLLM generating (TRL's engine, or Unsloth's ``fast_inference``) ``merged_generation``
     steps aside (``install`` says so in its list) and ``rollouts: library`` is refused by the
-    config's validation: neither would ever run. On an H200 the embedded model's GRPO ran 24.5 ->
-    54.5 completions/s with colocate, one micro-batch of 64 and ``detokenize: false``
-    (``benchmarks/results/grpo_throughput.md``).
+    config's validation: neither would ever run. On an H200 the embedded model's GRPO ran 27.9 ->
+    73.8 completions/s with colocate, one micro-batch of 64, ``detokenize: false`` and
+    ``bf16_lora_inputs``, ``group_batches``, ``shared_prompt`` (``benchmarks/results/grpo_throughput.md``).
 ``generation_times: true``
     ``generation_times.rank<r>.jsonl`` per process, seconds per rollout round
     (``gen_timing.py``): where a multi-GPU step waits (``benchmarks/results/multi_gpu.md``).
