@@ -1,4 +1,4 @@
-"""``toolrl eval bfcl|compare|score|replay|setup|mean-at-k``: BFCL v4 with its official scorer."""
+"""``toolrl eval bfcl|compare|score|replay|setup|mean-at-k|pass-at-k``: BFCL v4 with its official scorer."""
 
 from __future__ import annotations
 
@@ -72,6 +72,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="auto = vLLM where it is installed and a CUDA device exists, else transformers")
     mean.add_argument("--dtype", default="auto")
     mean.set_defaults(handler=_mean_at_k)
+
+    passk = sub.add_parser("pass-at-k", help="pass@k curves (1, 2, 4, ... n) of a model on a JSONL split")
+    passk.add_argument("--model", required=True)
+    passk.add_argument("--data", required=True, help="Example JSONL (e.g. data/processed/broad/val.jsonl)")
+    passk.add_argument("--format", dest="family")
+    passk.add_argument("--n", type=int, default=64, help="samples per example (the largest k)")
+    passk.add_argument("--ks", help="comma-separated k values <= n (default 1, 2, 4, ... n)")
+    passk.add_argument("--limit", type=int)
+    passk.add_argument("--max-new-tokens", type=int, default=128)
+    passk.add_argument("--temperature", type=float, default=1.0)
+    passk.add_argument("--seed", type=int, default=0)
+    passk.add_argument("--backend", default="auto", choices=("auto", "hf", "vllm"))
+    passk.add_argument("--dtype", default="auto")
+    passk.add_argument("--batch-size", type=int, default=64, help="transformers backend: prompts x samples per generate call")
+    passk.add_argument("--out", help="write the curves here as JSON (also printed)")
+    passk.set_defaults(handler=_pass_at_k)
+
+
+def _parse_ks(text: str | None, n: int) -> list[int] | None:
+    """``--ks "1,4,16"`` -> [1, 4, 16]; each must be in 1..n."""
+    if not text:
+        return None
+    try:
+        ks = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise ValueError(f"--ks {text!r}: expected comma-separated integers such as 1,4,16") from None
+    if not ks or ks[0] < 1 or ks[-1] > n:
+        raise ValueError(f"--ks {text!r}: every k must be between 1 and --n ({n})")
+    return ks
 
 
 def _check_limit(limit: int | None) -> None:
@@ -202,4 +231,39 @@ def _mean_at_k(args: argparse.Namespace) -> int:
         temperature=args.temperature, seed=args.seed, sampler=loaded.sample,
     )  # fmt: skip
     print(json.dumps({"family": family, "n_examples": result.n_examples, **result.scores}, indent=2))
+    return 0
+
+
+def _pass_at_k(args: argparse.Namespace) -> int:
+    from toolrl_lib.atomic import write_text
+    from toolrl_lib.data.example import read_jsonl
+    from toolrl_lib.evaluate.backends import load_sampler
+    from toolrl_lib.evaluate.mean_at_k import mean_at_k
+    from toolrl_lib.evaluate.pass_at_k import pass_at_k_curves
+    from toolrl_lib.paths import resolve
+    from toolrl_lib.prompts import detect_family
+
+    _check_limit(args.limit)
+    if args.n < 1:
+        raise ValueError(f"--n must be >= 1, got {args.n}")
+    ks = _parse_ks(args.ks, args.n)
+    path = resolve(args.data)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found (`toolrl data generate` / `toolrl data prepare` writes it)")
+    examples = list(read_jsonl(path))[: args.limit]
+    loaded = load_sampler(args.model, backend=args.backend, dtype=args.dtype, batch_size=args.batch_size)
+    family = args.family or detect_family(loaded.tokenizer)
+    result = mean_at_k(
+        None, loaded.tokenizer, examples, family, k=args.n, schemes=("binary",),
+        max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed,
+        sampler=loaded.sample, count_solved=True,
+    )  # fmt: skip
+    out = {"model": args.model, "data": str(args.data), "family": family, "backend": loaded.backend,
+           "temperature": args.temperature, "max_new_tokens": args.max_new_tokens, "seed": args.seed,
+           **pass_at_k_curves(result.per_example, ks)}
+    text = json.dumps(out, indent=2)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        write_text(args.out, text + "\n")
+    print(text)
     return 0

@@ -63,13 +63,15 @@ def mean_at_k(
     batch_size: int = 16,
     seed: int = 0,
     sampler: Sampler | None = None,
+    count_solved: bool = False,
 ) -> MeanAtK:
     """Sample k completions per example and average each reward scheme's total.
 
     ``temperature == 0`` means greedy decoding (then ``k`` must be 1). ``sampler`` (from
     ``evaluate.backends.load_sampler``, e.g. vLLM) draws the samples instead of
     ``generation.generate`` on ``model`` (which may then be None; ``batch_size`` is the
-    sampler's own).
+    sampler's own). ``count_solved``: each per-example row also carries ``solved`` (samples
+    the binary scheme scores 1) and ``samples``, what ``pass_at_k.pass_at_k_curves`` reads.
     """
     from toolrl_lib.prompts import get_adapter
 
@@ -82,7 +84,7 @@ def mean_at_k(
     sample = sampler or hf_sampler(model, tokenizer, batch_size)
     completions = sample(prompts, k, max_new_tokens, temperature, top_p, seed)
     rows = [
-        score_example(example, samples, family, schemes, adapter)
+        score_example(example, samples, family, schemes, adapter, count_solved)
         for example, samples in zip(examples, completions, strict=True)
     ]
     scores = {
@@ -92,18 +94,24 @@ def mean_at_k(
 
 
 def score_example(
-    example: Example, samples: list[str], family: str, schemes: tuple[str, ...], adapter: Any
+    example: Example, samples: list[str], family: str, schemes: tuple[str, ...], adapter: Any,
+    count_solved: bool = False,
 ) -> dict[str, Any]:
-    """Mean reward per scheme over one example's samples, plus validity and call rates."""
+    """Mean reward per scheme over one example's samples, plus validity and call rates (and,
+    with ``count_solved``, how many samples the binary scheme scores 1)."""
     from toolrl_lib.rewards import score
 
     row: dict[str, Any] = {"id": example.id, "kind": example.kind}
-    for scheme in schemes:
+    wanted = (*schemes, "binary") if count_solved and "binary" not in schemes else schemes
+    for scheme in wanted:
         totals = [
             score(text, example.ground_truth, example.tools, scheme=scheme, family=family).total
             for text in samples
         ]
-        row[scheme] = sum(totals) / len(totals)
+        if scheme in schemes:
+            row[scheme] = sum(totals) / len(totals)
+        if count_solved and scheme == "binary":
+            row["solved"], row["samples"] = sum(total >= 1.0 for total in totals), len(totals)
     parsed = [adapter.parse(text) for text in samples]
     row["valid_rate"] = sum(p.valid for p in parsed) / len(parsed)
     row["call_rate"] = sum(bool(p.calls) for p in parsed) / len(parsed)
