@@ -105,6 +105,8 @@ def test_a_run_cut_by_its_time_budget_resumes_to_the_same_weights(tiny, tmp_path
     assert a["best_step"] == b["best_step"]
     wa, wb = _weights(straight / "model"), _weights(tmp_path / "cut" / "model")
     assert wa.keys() == wb.keys()
+    base = _weights(tiny / "model")
+    assert any(not torch.equal(base[k], wa[k]) for k in base)  # it learned (LoRA merged in)
     for key in wa:
         assert (wa[key] - wb[key]).abs().max().item() <= 1e-6, key
     assert main([*cut_args, "--resume"]) == 0  # a finished run is left as it is
@@ -160,3 +162,8 @@ def test_bad_sft_settings_name_the_field(override, field):
 def test_defaults_are_valid_and_full_skips_lora_rank():
     validate_sft(load_run_config(None, [], check=False))
     validate_sft(load_run_config(None, ["sft.method=full", "sft.lora_r=0"], check=False))
+
+
+def test_the_gpu_config_validates():
+    config = validate_sft(load_run_config("configs/sft_embedded_gpu.yaml", check=False))
+    assert config.sft.load_best and config.sft.time_budget_s > 0 and config.data.val_files
