@@ -129,7 +129,7 @@ def test_the_loss_counts_the_assistant_tokens_only(tiny, tmp_path):
     from toolrl_lib.prompts import get_adapter
     from toolrl_lib.train.sft import build_sft_trainer
 
-    trainer = build_sft_trainer(_config(tiny, **{"data.max_train_examples": 1}), tmp_path / "m", "cpu")
+    trainer = build_sft_trainer(_config(tiny, **{"sft.num_examples": 1}), tmp_path / "m", "cpu")
     assert trainer.args.completion_only_loss is True
     tokenizer = load_tokenizer(str(tiny / "model"))
     for dataset in (trainer.train_dataset, trainer.eval_dataset):

@@ -16,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "--resume continues from DIR/checkpoints. The sft.* settings: `toolrl train --help`."),
     )
     parser.add_argument("--config", required=True, help="run config YAML (its sft: section)")
-    parser.add_argument("--out", required=True, help="output folder (checkpoints/, model/, sft.json)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="output folder (checkpoints/, model/, sft.json)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config value, e.g. --set sft.method=full (repeatable)")
     parser.add_argument("--resume", action="store_true",

@@ -156,7 +156,7 @@ class SFTSection:
     method: Literal["lora", "full"] = field(default="lora", metadata={"help": "lora = a LoRA adapter (sft.lora_r/lora_alpha, targets lora.target_modules), merged into the saved model; full = every weight, from fp32 master weights (bf16 autocast on GPU)"})
     epochs: float = field(default=1.0, metadata={"help": "passes over the training rows (fractions allowed); sft.max_steps > 0 overrides it"})
     max_steps: int = field(default=-1, metadata={"help": "> 0: stop after this many optimizer steps instead of sft.epochs"})
-    num_examples: int | None = field(default=None, metadata={"help": "training examples used, the first N after a seeded shuffle of data.train_files; null or 0 = all"})
+    num_examples: int | None = field(default=None, metadata={"help": "training examples used, the first N after a seeded shuffle of data.train_files (data.max_train_examples is GRPO's, not read here); null or 0 = all"})
     learning_rate: float = field(default=2e-4, metadata={"help": "peak learning rate (LoRA likes ~1e-4..1e-3; full fine-tuning ~1e-5..5e-5)"})
     lr_scheduler_type: str = field(default="cosine", metadata={"help": "transformers' schedule name: constant, linear, cosine, constant_with_warmup, ..."})
     warmup_steps: float = field(default=0.03, metadata={"help": "linear warm-up: >= 1 = steps, in [0, 1) = a share of all steps"})
