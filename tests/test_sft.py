@@ -167,3 +167,33 @@ def test_defaults_are_valid_and_full_skips_lora_rank():
 def test_the_gpu_config_validates():
     config = validate_sft(load_run_config("configs/sft_embedded_gpu.yaml", check=False))
     assert config.sft.load_best and config.sft.time_budget_s > 0 and config.data.val_files
+
+
+def test_the_saved_model_is_the_checkpoint_with_the_lowest_eval_loss(tiny, tmp_path, monkeypatch):
+    """Eval losses scripted per step (3, 1, 2 at steps 2, 4, 6): model/ is checkpoint-4 merged, not
+    the last step."""
+    from transformers import Trainer
+
+    from toolrl_lib.train.backend import load_adapter_model
+    from toolrl_lib.train.sft import sft
+
+    scripted = {2: 3.0, 4: 1.0, 6: 2.0}
+    original = Trainer.evaluation_loop
+
+    def evaluation_loop(self, *args, **kwargs):
+        output = original(self, *args, **kwargs)
+        output.metrics["eval_loss"] = scripted[self.state.global_step]
+        return output
+
+    monkeypatch.setattr(Trainer, "evaluation_loop", evaluation_loop)
+    info = sft(_config(tiny), tmp_path / "out")
+    assert [r["eval_loss"] for r in info["eval_loss_history"]] == [3.0, 1.0, 2.0]
+    assert info["best_step"] == 4 and info["best_eval_loss"] == 1.0 and info["model_is"] == "lowest eval loss"
+    best = load_adapter_model(str(tiny / "model"), str(tmp_path / "out" / "checkpoints" / "checkpoint-4"),
+                              "fp32", "cpu").state_dict()
+    saved = _weights(tmp_path / "out" / "model")
+    last = load_adapter_model(str(tiny / "model"), str(tmp_path / "out" / "checkpoints" / "checkpoint-6"),
+                              "fp32", "cpu").state_dict()
+    assert any((last[k] - saved[k]).abs().max() > 1e-6 for k in saved)  # not the last step
+    for key in saved:
+        assert (best[key] - saved[key]).abs().max().item() <= 1e-6, key
