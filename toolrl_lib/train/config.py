@@ -144,6 +144,39 @@ class PrimingSection:
     top_layers: int = field(default=0, metadata={"help": "LoRA on the top N decoder layers only (0: every layer). Nothing below the lowest adapted layer needs a gradient, so the backward stops there: priming's compute falls by up to a third at half the layers (benchmarks/priming_variants.py measures what it does to the primed model)"})
 
 
+SFT_METHODS = ("lora", "full")
+
+
+@dataclass
+class SFTSection:
+    """``toolrl sft``: supervised fine-tuning on the ground truth of ``data.train_files`` (loss on the
+    assistant's tokens only), the GRPO warm start; priming grown up: whole epochs, LoRA or full
+    fine-tuning, the best checkpoint kept by eval loss on ``data.val_files``, resumable across calls."""
+
+    method: Literal["lora", "full"] = field(default="lora", metadata={"help": "lora = a LoRA adapter (sft.lora_r/lora_alpha, targets lora.target_modules), merged into the saved model; full = every weight, from fp32 master weights (bf16 autocast on GPU)"})
+    epochs: float = field(default=1.0, metadata={"help": "passes over the training rows (fractions allowed); sft.max_steps > 0 overrides it"})
+    max_steps: int = field(default=-1, metadata={"help": "> 0: stop after this many optimizer steps instead of sft.epochs"})
+    num_examples: int | None = field(default=None, metadata={"help": "training examples used, the first N after a seeded shuffle of data.train_files (data.max_train_examples is GRPO's, not read here); null or 0 = all"})
+    learning_rate: float = field(default=2e-4, metadata={"help": "peak learning rate (LoRA likes ~1e-4..1e-3; full fine-tuning ~1e-5..5e-5)"})
+    lr_scheduler_type: str = field(default="cosine", metadata={"help": "transformers' schedule name: constant, linear, cosine, constant_with_warmup, ..."})
+    warmup_steps: float = field(default=0.03, metadata={"help": "linear warm-up: >= 1 = steps, in [0, 1) = a share of all steps"})
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    batch_size: int = field(default=8, metadata={"help": "rows per device per micro-step"})
+    gradient_accumulation_steps: int = field(default=1, metadata={"help": "micro-steps per optimizer step"})
+    max_length: int = field(default=2048, metadata={"help": "prompt + completion tokens; longer rows are dropped (and counted), never cut"})
+    lora_r: int = 16
+    lora_alpha: int = 32
+    eval_steps: int = field(default=100, metadata={"help": "eval loss (assistant tokens only) on data.val_files every N optimizer steps, and at the end"})
+    eval_examples: int | None = field(default=None, metadata={"help": "validation examples scored, the first N of data.val_files; null or 0 = all"})
+    eval_batch_size: int = 16
+    save_steps: int = field(default=100, metadata={"help": "a resumable checkpoint every N optimizer steps (a multiple of sft.eval_steps when sft.load_best)"})
+    save_total_limit: int | None = field(default=2, metadata={"help": "keep the newest N checkpoints (the best one is kept besides); null = all"})
+    load_best: bool = field(default=True, metadata={"help": "the saved model is the checkpoint with the lowest eval loss (false: the last step)"})
+    time_budget_s: float = field(default=0.0, metadata={"help": "> 0: once this many seconds have passed since the command started, save a checkpoint after the current step and stop; `toolrl sft --resume` goes on from there (leave a margin for loading, the save and an evaluation). 0 = no limit"})
+    gradient_checkpointing: bool = False
+
+
 @dataclass
 class FilteringSection:
     """Drop prompts the start model always or never solves: their groups carry no advantage."""
@@ -252,6 +285,7 @@ class RunConfig:
     reward: RewardSection = field(default_factory=RewardSection)
     grpo: GRPOSection = field(default_factory=GRPOSection)
     priming: PrimingSection = field(default_factory=PrimingSection)
+    sft: SFTSection = field(default_factory=SFTSection, metadata={"help": "`toolrl sft`: the supervised warm start (toolrl_lib.train.sft)"})
     filtering: FilteringSection = field(default_factory=FilteringSection)
     validation: ValidationSection = field(default_factory=ValidationSection)
     checkpoint: CheckpointSection = field(default_factory=CheckpointSection)
@@ -310,6 +344,7 @@ def _violations(c: RunConfig, processes: int) -> list[tuple[str, Any, str]]:
     _reward_rules(c, rule)
     _grpo_rules(c, rule, processes)
     _priming_rules(c, rule)
+    _sft_rules(c, rule)
     _filtering_rules(c, rule)
     _validation_rules(c, rule)
     _checkpoint_logging_rules(c, rule)
@@ -420,6 +455,54 @@ def _priming_rules(c: RunConfig, rule: Rule) -> None:
         rule(1 <= p.lora_r <= LORA_MAX_RANK, "priming.lora_r", p.lora_r,
              f"LoRA rank must be in [1, {LORA_MAX_RANK}]")
         rule(p.top_layers >= 0, "priming.top_layers", p.top_layers, "must be >= 0 (0: every layer)")
+
+
+def _sft_rules(c: RunConfig, rule: Rule) -> None:
+    """sft.* (always: its defaults are valid, so a GRPO config is never refused for them)."""
+    s = c.sft
+    rule(s.method in SFT_METHODS, "sft.method", s.method, f"must be one of {list(SFT_METHODS)}")
+    rule(s.max_steps > 0 or s.epochs > 0, "sft.epochs", s.epochs, "set sft.epochs > 0 or sft.max_steps > 0")
+    rule(s.max_steps == -1 or s.max_steps >= 1, "sft.max_steps", s.max_steps, "must be >= 1, or -1 (use sft.epochs)")
+    rule(s.num_examples is None or s.num_examples >= 0, "sft.num_examples", s.num_examples,
+         "must be >= 1, or null / 0 (all)")
+    rule(s.learning_rate > 0, "sft.learning_rate", s.learning_rate, "must be > 0")
+    rule(s.warmup_steps >= 0, "sft.warmup_steps", s.warmup_steps, "must be >= 0 (>= 1: steps, < 1: a share)")
+    rule(s.weight_decay >= 0, "sft.weight_decay", s.weight_decay, "must be >= 0")
+    rule(s.max_grad_norm > 0, "sft.max_grad_norm", s.max_grad_norm, "must be > 0")
+    for name in ("batch_size", "gradient_accumulation_steps", "eval_batch_size", "eval_steps", "save_steps"):
+        rule(getattr(s, name) >= 1, f"sft.{name}", getattr(s, name), "must be >= 1")
+    rule(s.max_length >= 16, "sft.max_length", s.max_length, "must be >= 16")
+    if s.method == "lora":
+        rule(1 <= s.lora_r <= LORA_MAX_RANK, "sft.lora_r", s.lora_r, f"LoRA rank must be in [1, {LORA_MAX_RANK}]")
+        rule(s.lora_alpha > 0, "sft.lora_alpha", s.lora_alpha, "must be > 0")
+    rule(s.eval_examples is None or s.eval_examples >= 0, "sft.eval_examples", s.eval_examples,
+         "must be >= 1, or null / 0 (all)")
+    rule(s.save_total_limit is None or s.save_total_limit >= 1, "sft.save_total_limit", s.save_total_limit,
+         "must be >= 1 or null")
+    rule(not s.load_best or s.eval_steps < 1 or s.save_steps % s.eval_steps == 0, "sft.save_steps",
+         s.save_steps, f"must be a multiple of sft.eval_steps ({s.eval_steps}) when sft.load_best "
+         "(the best checkpoint is chosen among evaluated, saved steps)")
+    rule(s.time_budget_s >= 0, "sft.time_budget_s", s.time_budget_s, "must be >= 0 seconds (0: no limit)")
+
+
+def sft_violations(c: RunConfig) -> list[tuple[str, Any, str]]:
+    """What ``toolrl sft`` needs beyond ``validate``: the files it trains on and selects with."""
+    out = []
+    if not c.data.train_files:
+        out.append(("data.train_files", c.data.train_files, "SFT needs at least one training file"))
+    if not c.data.val_files:
+        out.append(("data.val_files", c.data.val_files, "SFT evaluates (and picks its best "
+                    "checkpoint) on the validation files: give at least one"))
+    return out
+
+
+def validate_sft(config: RunConfig) -> RunConfig:
+    """``validate`` plus the SFT stage's own needs; raise one ConfigError listing all."""
+    found = _violations(config, 1) + sft_violations(config)
+    problems = [f"{key} = {value!r}: {text}" for key, value, text in found]
+    if problems:
+        raise ConfigError("invalid run config for sft:\n  - " + "\n  - ".join(problems))
+    return config
 
 
 def _filtering_rules(c: RunConfig, rule: Rule) -> None:

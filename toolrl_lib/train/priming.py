@@ -10,13 +10,11 @@ the pure-PyTorch stand-in from ``cpu_logprob`` first.
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from pathlib import Path
 from typing import Any
 
-from toolrl_lib.atomic import staged_dir
 from toolrl_lib.data.example import Example
 from toolrl_lib.fast.memory import mapped_blocks
 from toolrl_lib.models import release_memory
@@ -38,18 +36,13 @@ def prime(
     ``rows`` replaces the examples with ready SFT rows (multi-turn: pre-tokenised gold
     transcripts, ``input_ids`` + ``completion_mask``; see ``toolrl_lib.envs.priming``)."""
     import torch
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTTrainer
 
     from toolrl_lib.models import load_model, load_tokenizer
     from toolrl_lib.prompts import get_adapter
-    from toolrl_lib.train.backend import (
-        ensure_logprob_kernel,
-        one_gpu_per_process,
-        peft_lora_config,
-        precision_kwargs,
-        top_layers,
-    )
+    from toolrl_lib.train.backend import ensure_logprob_kernel
     from toolrl_lib.train.dataset import BuildReport, priming_rows, shortest_examples, to_dataset
+    from toolrl_lib.train.sft import lora_wrap, save_model_folder, sft_arguments
 
     p = config.priming
     out_dir = Path(out_dir)
@@ -67,40 +60,33 @@ def prime(
     torch.manual_seed(config.seed)
     model = load_model(base_path, dtype=config.model.dtype, device=device)
     work = out_dir.parent / (out_dir.name + ".work")
-    args = SFTConfig(
-        output_dir=str(work), max_steps=p.max_steps, learning_rate=p.learning_rate,
+    args = sft_arguments(
+        config, device, work, max_steps=p.max_steps, learning_rate=p.learning_rate,
         per_device_train_batch_size=p.batch_size,
         gradient_accumulation_steps=p.gradient_accumulation_steps, max_length=p.max_length,
-        completion_only_loss=True, logging_steps=max(1, p.max_steps // 8), save_strategy="no",
-        report_to=[], seed=config.seed, lr_scheduler_type="constant", warmup_steps=0,
-        gradient_checkpointing=False, disable_tqdm=not config.logging.progress_bar,
-        **precision_kwargs(device, config.model.dtype),
+        logging_steps=max(1, p.max_steps // 8), save_strategy="no",
+        lr_scheduler_type="constant", warmup_steps=0, gradient_checkpointing=False,
     )
-    one_gpu_per_process(args)
     ensure_logprob_kernel()
-    from peft import get_peft_model
-
-    # Wrap here and keep the reference: Unsloth's patched SFTTrainer exposes the unwrapped model.
-    peft_model = get_peft_model(model, peft_lora_config(config.lora, r=p.lora_r, alpha=p.lora_alpha,
-                                                        layers=top_layers(model, p.top_layers)))
+    peft_model = lora_wrap(config, model, p.lora_r, p.lora_alpha, p.top_layers)
     trainer = SFTTrainer(model=peft_model, args=args, train_dataset=dataset, processing_class=tokenizer)
     start = time.perf_counter()
     with mapped_blocks(config.fast.priming_mmap_threshold if device == "cpu" else 0):  # a lower peak RSS (fast/memory.py)
         result = trainer.train()
     merged = peft_model.merge_and_unload()
-    with staged_dir(out_dir) as staging:  # the marker is written last: no marker, no primed model
-        merged.save_pretrained(staging, safe_serialization=True)
-        tokenizer.padding_side = "left"
-        tokenizer.save_pretrained(staging)
-        losses = [row["loss"] for row in trainer.state.log_history if "loss" in row]
-        info = {
-            "base_model": base_path, "family": family, "steps": trainer.state.global_step,
+    state = trainer.state
+
+    def info() -> dict[str, Any]:
+        losses = [row["loss"] for row in state.log_history if "loss" in row]
+        return {
+            "base_model": base_path, "family": family, "steps": state.global_step,
             "examples": report.to_dict(), "tokens": report.tokens,
             "train_loss": result.training_loss, "losses": losses,
             "top_layers": p.top_layers,
             "seconds": round(time.perf_counter() - start, 1),
         }
-        (staging / PRIMING_MARKER).write_text(json.dumps(info, indent=2), encoding="utf-8")
+
+    save_model_folder(merged, tokenizer, out_dir, PRIMING_MARKER, info)  # the marker last: no marker, no primed model
     shutil.rmtree(work, ignore_errors=True)
     del trainer, peft_model, merged, model
     release_memory()
