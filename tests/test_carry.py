@@ -14,6 +14,7 @@ def _run(root, sizes=(3000, 5000)):
         folder.mkdir(parents=True)
         for i, size in enumerate(sizes):
             (folder / f"file{i}.bin").write_bytes(bytes([step % 251, i]) * (size // 2))
+        (folder / "trainer_state.json").write_text(f'{{"global_step": {step}}}')  # a complete checkpoint
     (run / "config.yaml").write_text("name: x\n")
     (run / "metrics.csv").write_text("step,loss\n1,0.5\n")
     return run

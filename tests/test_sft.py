@@ -12,7 +12,6 @@ import torch
 from safetensors.torch import load_file
 
 from toolrl_lib.config import ConfigError
-from toolrl_lib.data.example import write_jsonl
 from toolrl_lib.train.config import load_run_config, validate_sft
 
 pytestmark = pytest.mark.slow
@@ -20,13 +19,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from tests.test_train_run import toy_examples
-    from toolrl_lib.models import make_tiny_model
+    from tests.test_train_run import write_tiny_setup
 
-    root = tmp_path_factory.mktemp("sft")
-    make_tiny_model(root / "model")
-    write_jsonl(toy_examples(12), root / "train.jsonl")
-    write_jsonl(toy_examples(4, offset=100), root / "val.jsonl")
+    root = write_tiny_setup(tmp_path_factory.mktemp("sft"), train=12)
     (root / "config.yaml").write_text("name: sft-test\n")
     return root
 

@@ -39,15 +39,19 @@ def toy_examples(n: int, offset: int = 0) -> list[Example]:
     ]
 
 
-@pytest.fixture(scope="module")
-def tiny_setup(tmp_path_factory):
+def write_tiny_setup(root: Path, train: int = 16) -> Path:
+    """The tiny model and toy train/val splits under ``root`` (the tiny runs' inputs)."""
     from toolrl_lib.models import make_tiny_model
 
-    root = tmp_path_factory.mktemp("tiny")
     make_tiny_model(root / "model")
-    write_jsonl(toy_examples(16), root / "train.jsonl")
+    write_jsonl(toy_examples(train), root / "train.jsonl")
     write_jsonl(toy_examples(4, offset=100), root / "val.jsonl")
     return root
+
+
+@pytest.fixture(scope="module")
+def tiny_setup(tmp_path_factory):
+    return write_tiny_setup(tmp_path_factory.mktemp("tiny"))
 
 
 def tiny_overrides(root: Path, **extra: object) -> list[str]:

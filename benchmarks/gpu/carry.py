@@ -8,7 +8,7 @@ more than one session resumes from its newest checkpoint, so the checkpoint trav
     # here: copy $OUT's grpo.part* + grpo.manifest.json into a carried folder, e.g. .whl/ckpt/
     python -m benchmarks.gpu.carry unpack --parts .whl/ckpt --name grpo --dest /tmp/rl/runs/grpo
 
-``pack`` takes the folder's newest ``checkpoints/checkpoint-N`` (everything a resume reads:
+``pack`` takes the folder's newest complete ``checkpoints/checkpoint-N`` (``run_dir.latest_checkpoint``) (everything a resume reads:
 adapter or weights, optimizer, scheduler, RNG and trainer state) plus the run's small files
 (``config.yaml``, ``run_info.json``, ``metrics.csv``, ``validation.csv``), tars them, splits the
 tar into ``--part-mib`` parts and writes a manifest with each part's size and sha256; ``unpack``
@@ -28,16 +28,13 @@ from pathlib import Path
 SMALL_FILES = ("config.yaml", "run_info.json", "metrics.csv", "validation.csv", "data_report.json")
 
 
-def newest_checkpoint(run: Path) -> Path | None:
-    found = [p for p in (run / "checkpoints").glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
-    return max(found, key=lambda p: int(p.name.split("-")[-1])) if found else None
-
-
 def pack(src: Path, out: Path, name: str, part_mib: float = 15.0, max_parts: int = 7) -> dict:
     """Parts + manifest of ``src``'s newest checkpoint and small files, under ``out``."""
-    checkpoint = newest_checkpoint(src)
+    from toolrl_lib.run_dir import latest_checkpoint
+
+    checkpoint = latest_checkpoint(src / "checkpoints")
     if checkpoint is None:
-        raise FileNotFoundError(f"{src}/checkpoints has no checkpoint-N folder to carry")
+        raise FileNotFoundError(f"{src}/checkpoints has no checkpoint-N folder (complete: with trainer_state.json) to carry")
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         tar.add(checkpoint, arcname=f"checkpoints/{checkpoint.name}")

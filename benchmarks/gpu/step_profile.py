@@ -39,11 +39,13 @@ def parse_windows(text: str) -> list[tuple[int, int]]:
 
 
 def device_seconds(events: Any) -> float:
-    """The kernels' own time in a profile's ``key_averages()``, seconds (CPU-only ops count 0)."""
-    total = 0.0
-    for event in events:
-        total += getattr(event, "self_device_time_total", None) or getattr(event, "self_cuda_time_total", 0) or 0
-    return total / 1e6
+    """The kernels' own time in a profile's ``key_averages()``, seconds: the events that ran on a
+    device (the table's "Self CUDA time total"; an op's CPU row also carries its kernels' time,
+    so counting every row would count each kernel twice)."""
+    from torch.autograd import DeviceType
+
+    return sum(getattr(event, "self_device_time_total", 0) or 0 for event in events
+               if getattr(event, "device_type", DeviceType.CPU) != DeviceType.CPU) / 1e6
 
 
 def make_callback(windows_text: str, out: Path, name: str) -> Any:

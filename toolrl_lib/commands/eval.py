@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -212,20 +213,28 @@ def _setup(args: argparse.Namespace) -> int:
     return 0
 
 
-def _mean_at_k(args: argparse.Namespace) -> int:
+def _split_and_sampler(args: argparse.Namespace, **sampler_kwargs: Any) -> tuple[list[Any], Any, str]:
+    """What mean-at-k and pass-at-k share: the split's examples (``--limit``), the loaded sampler
+    (``--model``, ``--backend``, ``--dtype``) and the prompt family (``--format`` or detected)."""
     from toolrl_lib.data.example import read_jsonl
     from toolrl_lib.evaluate.backends import load_sampler
-    from toolrl_lib.evaluate.mean_at_k import mean_at_k
     from toolrl_lib.paths import resolve
     from toolrl_lib.prompts import detect_family
 
     _check_limit(args.limit)
     path = resolve(args.data)
     if not path.is_file():
-        raise FileNotFoundError(f"{path} not found (notebook 01 / `toolrl data prepare` writes it)")
+        raise FileNotFoundError(f"{path} not found (notebook 01, `toolrl data prepare` or `toolrl data generate` "
+                                f"writes it)")
     examples = list(read_jsonl(path))[: args.limit]
-    loaded = load_sampler(args.model, backend=args.backend, dtype=args.dtype)
-    family = args.family or detect_family(loaded.tokenizer)
+    loaded = load_sampler(args.model, backend=args.backend, dtype=args.dtype, **sampler_kwargs)
+    return examples, loaded, args.family or detect_family(loaded.tokenizer)
+
+
+def _mean_at_k(args: argparse.Namespace) -> int:
+    from toolrl_lib.evaluate.mean_at_k import mean_at_k
+
+    examples, loaded, family = _split_and_sampler(args)
     result = mean_at_k(
         None, loaded.tokenizer, examples, family, k=args.k, max_new_tokens=args.max_new_tokens,
         temperature=args.temperature, seed=args.seed, sampler=loaded.sample,
@@ -236,23 +245,13 @@ def _mean_at_k(args: argparse.Namespace) -> int:
 
 def _pass_at_k(args: argparse.Namespace) -> int:
     from toolrl_lib.atomic import write_text
-    from toolrl_lib.data.example import read_jsonl
-    from toolrl_lib.evaluate.backends import load_sampler
     from toolrl_lib.evaluate.mean_at_k import mean_at_k
     from toolrl_lib.evaluate.pass_at_k import pass_at_k_curves
-    from toolrl_lib.paths import resolve
-    from toolrl_lib.prompts import detect_family
 
-    _check_limit(args.limit)
     if args.n < 1:
         raise ValueError(f"--n must be >= 1, got {args.n}")
     ks = _parse_ks(args.ks, args.n)
-    path = resolve(args.data)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} not found (`toolrl data generate` / `toolrl data prepare` writes it)")
-    examples = list(read_jsonl(path))[: args.limit]
-    loaded = load_sampler(args.model, backend=args.backend, dtype=args.dtype, batch_size=args.batch_size)
-    family = args.family or detect_family(loaded.tokenizer)
+    examples, loaded, family = _split_and_sampler(args, batch_size=args.batch_size)
     result = mean_at_k(
         None, loaded.tokenizer, examples, family, k=args.n, schemes=("binary",),
         max_new_tokens=args.max_new_tokens, temperature=args.temperature, seed=args.seed,

@@ -94,7 +94,7 @@ def batched_shared_prompt_logps(
     import torch
     from transformers import DynamicCache
 
-    device, rows = input_ids.device, input_ids.shape[0]
+    device = input_ids.device
     if min(len(prompt) for prompt, _ in groups) < 2:
         raise ValueError("batched_shared_prompt_logps needs prompts of at least 2 tokens")
     width = max(len(prompt) for prompt, _ in groups) - 1  # the prompts less their last token
@@ -119,10 +119,18 @@ def batched_shared_prompt_logps(
     out = model(input_ids=tail, attention_mask=torch.cat([head_mask[owner], tail_mask], dim=1),
                 position_ids=positions, past_key_values=cache, use_cache=True,
                 labels=tail.masked_fill(tail_mask == 0, -100), fused_lm_head=True)
-    back = torch.empty_like(order)
-    back[order] = torch.arange(rows, device=device)  # computed in group order, returned in row order
+    back = inverse(order)  # computed in group order, returned in row order
     logps = out.log_probs[:, -logits_to_keep:][back]
     return logps, (out.entropy[:, -logits_to_keep:][back] if compute_entropy else None)
+
+
+def inverse(order: Any) -> Any:
+    """The permutation that undoes ``order`` (``x[order][inverse(order)] == x``)."""
+    import torch
+
+    back = torch.empty_like(order)
+    back[order] = torch.arange(order.numel(), device=order.device)
+    return back
 
 
 def chunk_groups(groups: list[tuple[list[int], list[int]]], rows: int) -> list[list[tuple[list[int], list[int]]]]:
@@ -159,9 +167,7 @@ def batched_in_chunks(
         parts.append((index, *batched_shared_prompt_logps(
             model, input_ids[index], attention_mask[index], logits_to_keep, compute_entropy, renumbered,
             pad_token_id)))
-    order = torch.cat([index for index, _, _ in parts])
-    back = torch.empty_like(order)
-    back[order] = torch.arange(order.numel(), device=order.device)
+    back = inverse(torch.cat([index for index, _, _ in parts]))
     logps = torch.cat([part[1] for part in parts])[back]
     return logps, (torch.cat([part[2] for part in parts])[back] if compute_entropy else None)
 
