@@ -1,4 +1,4 @@
-"""``toolrl eval bfcl|compare|score|replay|setup|mean-at-k|pass-at-k``: BFCL v4 with its official scorer."""
+"""``toolrl eval bfcl|compare|score|replay|setup|mean-at-k|pass-at-k|bfcl-pass-at-k``: BFCL v4 with its official scorer."""
 
 from __future__ import annotations
 
@@ -89,6 +89,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     passk.add_argument("--batch-size", type=int, default=64, help="transformers backend: prompts x samples per generate call")
     passk.add_argument("--out", help="write the curves here as JSON (also printed)")
     passk.set_defaults(handler=_pass_at_k)
+
+    bpassk = sub.add_parser("bfcl-pass-at-k",
+                            help="pass@k curves on BFCL's non-live AST categories, each sample judged by BFCL")
+    bpassk.add_argument("--model", required=True)
+    bpassk.add_argument("--out", required=True, help="folder: samples (resumable), result files, pass_at_k.json")
+    bpassk.add_argument("--format", dest="family")
+    bpassk.add_argument("--categories", default="non_live_ast",
+                        help="comma list of non-live AST categories (default: all six)")
+    bpassk.add_argument("--n", type=int, default=64, help="samples per entry (the largest k)")
+    bpassk.add_argument("--ks", help="comma-separated k values <= n (default 1, 2, 4, ... n)")
+    bpassk.add_argument("--limit", type=int, help="first N entries per category (default: all)")
+    bpassk.add_argument("--max-new-tokens", type=int, default=256)
+    bpassk.add_argument("--temperature", type=float, default=1.0)
+    bpassk.add_argument("--seed", type=int, default=0)
+    bpassk.add_argument("--backend", default="auto", choices=("auto", "hf", "vllm"))
+    bpassk.add_argument("--dtype", default="auto")
+    bpassk.add_argument("--batch-size", type=int, default=64, help="transformers backend: prompts x samples per call")
+    bpassk.add_argument("--no-score", action="store_true",
+                        help="only sample (e.g. on a GPU box); the same command again scores")
+    bpassk.set_defaults(handler=_bfcl_pass_at_k)
 
 
 def _parse_ks(text: str | None, n: int) -> list[int] | None:
@@ -265,4 +285,25 @@ def _pass_at_k(args: argparse.Namespace) -> int:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         write_text(args.out, text + "\n")
     print(text)
+    return 0
+
+
+def _bfcl_pass_at_k(args: argparse.Namespace) -> int:
+    from toolrl_lib.evaluate.bfcl_pass_at_k import bfcl_pass_at_k
+    from toolrl_lib.evaluate.bfcl_summary import NON_LIVE_AST
+    from toolrl_lib.paths import resolve
+
+    _check_limit(args.limit)
+    if args.n < 1:
+        raise ValueError(f"--n must be >= 1, got {args.n}")
+    names = [c.strip() for c in args.categories.split(",") if c.strip()]
+    categories = list(NON_LIVE_AST) if names == ["non_live_ast"] else names
+    result = bfcl_pass_at_k(
+        args.model, resolve(args.out), n=args.n, categories=categories, ks=_parse_ks(args.ks, args.n),
+        family=args.family, limit=args.limit, max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature, seed=args.seed, backend=args.backend, dtype=args.dtype,
+        batch_size=args.batch_size, score=not args.no_score,
+    )  # fmt: skip
+    if result is not None:
+        print(json.dumps({key: result[key] for key in ("n", "entries", "non_live_ast", "by_category")}, indent=2))
     return 0

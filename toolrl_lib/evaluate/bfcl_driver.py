@@ -2,9 +2,9 @@
 
 Usage (by ``toolrl_lib.evaluate.scorer``; stdlib + bfcl_eval only, never toolrl_lib):
 
-    <bfcl-venv>/bin/python bfcl_driver.py --root DIR --model NAME --categories a,b
+    <bfcl-venv>/bin/python bfcl_driver.py --root DIR --model NAME[,NAME...] --categories a,b
 
-``DIR/result/NAME/<group>/BFCL_v4_<cat>_result.json`` must exist. The model name is
+``DIR/result/NAME/<group>/BFCL_v4_<cat>_result.json`` must exist. Each model name is
 registered at run time in ``MODEL_CONFIG_MAPPING`` with ``QwenFCHandler`` (function-calling
 mode, ``<tool_call>\\n{json}\\n</tool_call>`` results); the installed package is not edited.
 Scores go to ``DIR/score``.
@@ -54,8 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", required=True)
     parser.add_argument("--categories", required=True)
     args = parser.parse_args(argv)
-    if "_" in args.model or "/" in args.model:
-        parser.error(f"model name {args.model!r} must not contain '_' or '/'")
+    models = [name for name in args.model.split(",") if name]
+    for name in models:
+        if "_" in name or "/" in name:
+            parser.error(f"model name {name!r} must not contain '_' or '/'")
     # BFCL reads its project root from the environment at import time.
     os.environ["BFCL_PROJECT_ROOT"] = os.path.abspath(args.root)
 
@@ -64,17 +66,18 @@ def main(argv: list[str] | None = None) -> int:
     from bfcl_eval.eval_checker import eval_runner
     from bfcl_eval.model_handler.local_inference.qwen_fc import QwenFCHandler
 
-    MODEL_CONFIG_MAPPING[args.model] = ModelConfig(
-        model_name=args.model,
-        display_name=args.model,
-        url="",
-        org="toolrl",
-        license="",
-        model_handler=QwenFCHandler,
-        is_fc_model=True,
-    )
+    for name in models:
+        MODEL_CONFIG_MAPPING[name] = ModelConfig(
+            model_name=name,
+            display_name=name,
+            url="",
+            org="toolrl",
+            license="",
+            model_handler=QwenFCHandler,
+            is_fc_model=True,
+        )
     categories = [c for c in args.categories.split(",") if c]
-    eval_runner.main([args.model], categories, None, None, partial_eval=True)
+    eval_runner.main(models, categories, None, None, partial_eval=True)
     return 0
 
 

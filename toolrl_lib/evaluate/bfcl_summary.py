@@ -72,14 +72,25 @@ CSV_COLUMNS = {"Overall Acc": "overall", "Non-Live AST Acc": "non_live_ast", "Li
                "Irrelevance Detection": "irrelevance", "Relevance Detection": "live_relevance"}
 
 
+def non_live_ast(acc: dict[str, Any]) -> Any:
+    """BFCL's non-live AST accuracy: the three simple categories averaged into one, then
+    averaged unweighted with multiple, parallel and parallel-multiple.
+
+    >>> non_live_ast({"simple_python": 0.9, "simple_java": 0.6, "simple_javascript": 0.3,
+    ...               "multiple": 0.8, "parallel": 0.4, "parallel_multiple": 0.2})
+    0.5
+    """
+    simple = sum(acc[c] for c in NON_LIVE_SIMPLE) / 3
+    return (simple + sum(acc[c] for c in NON_LIVE_OTHER)) / 4
+
+
 def parts(acc: dict[str, Any], n: dict[str, Any]) -> dict[str, Any]:
     """Non-live, live and irrelevance from per-category accuracies (scalars or arrays of
     bootstrap replicates) and entry counts, exactly as bfcl-eval weighs them."""
     missing = [c for c in SUMMARY_CATEGORIES if c not in acc]
     if missing:
         raise ValueError(f"BFCL single-turn summary needs categories {missing} (not scored)")
-    simple = sum(acc[c] for c in NON_LIVE_SIMPLE) / 3
-    non_live = (simple + sum(acc[c] for c in NON_LIVE_OTHER)) / 4
+    non_live = non_live_ast(acc)
     live_n = sum(n[c] for c in LIVE_AST)
     live = sum(acc[c] * n[c] for c in LIVE_AST) / live_n
     irrelevance = sum(acc[c] for c in IRRELEVANCE) / 2

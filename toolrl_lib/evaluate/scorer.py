@@ -47,19 +47,37 @@ def score(
     timeout: float = 1800,
 ) -> dict[str, CategoryScore]:
     """Score the result files of ``categories``; returns ``category -> CategoryScore``."""
+    return score_models(root, [model_name], categories, python, timeout)[model_name]
+
+
+def score_models(
+    root: str | Path,
+    model_names: list[str],
+    categories: list[str],
+    python: str | Path | None = None,
+    timeout: float = 1800,
+) -> dict[str, dict[str, CategoryScore]]:
+    """Score several models' result files under one ``root`` in one scorer process (BFCL
+    loads its data once; pass@k scores 64 samples per entry as 64 "models");
+    returns ``model -> category -> CategoryScore``."""
     from toolrl_lib.evaluate.bfcl_venv import ensure_bfcl_venv
 
     root = Path(root).resolve()
-    for category in categories:
-        check_category(category)
-        if not result_file(root, model_name, category).is_file():
-            raise FileNotFoundError(f"no result file for {category}: {result_file(root, model_name, category)}")
+    if not model_names:
+        raise ValueError("score_models needs at least one model name")
+    for name in model_names:
+        if "," in name:
+            raise ValueError(f"model name {name!r} must not contain ','")
+        for category in categories:
+            check_category(category)
+            if not result_file(root, name, category).is_file():
+                raise FileNotFoundError(f"no result file for {category}: {result_file(root, name, category)}")
     python = Path(python) if python else ensure_bfcl_venv()
     score_dir = root / "score"
     if score_dir.exists():
         shutil.rmtree(score_dir)
     command = [
-        str(python), str(DRIVER), "--root", str(root), "--model", model_name,
+        str(python), str(DRIVER), "--root", str(root), "--model", ",".join(model_names),
         "--categories", ",".join(categories),
     ]  # fmt: skip
     proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=root)
@@ -67,7 +85,8 @@ def score(
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-20:])
         raise ScorerError(f"BFCL evaluator failed (exit {proc.returncode}):\n{tail}")
-    return {c: read_score_file(score_file(root, model_name, c), c) for c in categories}
+    return {name: {c: read_score_file(score_file(root, name, c), c) for c in categories}
+            for name in model_names}
 
 
 def read_score_file(path: str | Path, category: str) -> CategoryScore:
