@@ -47,7 +47,7 @@ def validation_rows(work: Path, key: str) -> dict[str, Any]:
 
 
 def build(entries: dict[str, pd.DataFrame], selection: dict[str, Any], validation: dict[str, Any],
-          n_boot: int = 10_000) -> dict[str, Any]:
+          n_boot: int = 10_000, pairs: tuple[tuple[str, str], ...] = PAIRS) -> dict[str, Any]:
     """The issue's JSON: selected_on, models (summary + parts + calls), comparisons."""
     from toolrl_lib.evaluate.bfcl_summary import HEADLINE_METRICS, compare_summary, summary_metrics
 
@@ -55,7 +55,7 @@ def build(entries: dict[str, pd.DataFrame], selection: dict[str, Any], validatio
     if "grpo" in models:
         models["grpo"]["variant"] = selection.get("chosen")
     comparisons = []
-    for a, b in PAIRS:
+    for a, b in pairs:
         if a in entries and b in entries:
             for row in compare_summary(entries[a], entries[b], HEADLINE_METRICS, n_boot=n_boot):
                 comparisons.append({"a": a, "b": b, **{k: row[k] for k in COMPARISON_KEYS[2:]}})

@@ -348,3 +348,16 @@ def test_eval_bfcl_with_missing_vllm_fails_before_loading(monkeypatch, tmp_path,
     code = main(["eval", "bfcl", "--model", "/no/such/model", "--out", str(tmp_path / "e"),
                  "--backend", "vllm"])
     assert code == 2 and INSTALL_HINT in capsys.readouterr().err
+
+
+def test_evaluation_engine_memory_share_comes_from_the_environment(monkeypatch):
+    from toolrl_lib.evaluate.backends import VLLM_MEMORY_ENV, vllm_memory_share
+
+    monkeypatch.delenv(VLLM_MEMORY_ENV, raising=False)
+    assert vllm_memory_share() == 0.9  # vLLM's own default
+    monkeypatch.setenv(VLLM_MEMORY_ENV, "0.15")
+    assert vllm_memory_share() == 0.15
+    for bad in ("1.5", "0", "half"):
+        monkeypatch.setenv(VLLM_MEMORY_ENV, bad)
+        with pytest.raises(ValueError, match=VLLM_MEMORY_ENV):
+            vllm_memory_share()

@@ -206,17 +206,45 @@ def _has_tokenizer(folder: Path) -> bool:
     return (folder / "tokenizer_config.json").is_file()
 
 
-def _vllm_llm(path: str, dtype: str) -> Any:
-    """The one vLLM engine for ``path``; the prefix cache is on, so prompts sharing a long tool
-    list (BFCL) or one prompt's k samples (mean@k) prefill it once."""
+VLLM_MEMORY_ENV = "TOOLRL_VLLM_GPU_MEMORY_UTILIZATION"
+_ENGINES: dict[tuple[str, str], Any] = {}
+
+
+def vllm_memory_share() -> float:
+    """The share of GPU memory an evaluation engine may take: ``$TOOLRL_VLLM_GPU_MEMORY_UTILIZATION``
+    (set it when the engine shares the GPU with training: vLLM's default 0.9 would take it all),
+    else vLLM's default."""
     import os
 
+    text = os.environ.get(VLLM_MEMORY_ENV)
+    if not text:
+        return 0.9
+    try:
+        share = float(text)
+    except ValueError:
+        share = -1.0
+    if not 0 < share <= 1:
+        raise ValueError(f"${VLLM_MEMORY_ENV}={text!r}: expected a share of GPU memory in (0, 1]")
+    return share
+
+
+def _vllm_llm(path: str, dtype: str) -> Any:
+    """The one vLLM engine for ``path`` in this process (greedy BFCL, mean@k and pass@k of one
+    model share it: an engine's start costs ~50 s); the prefix cache is on, so prompts sharing a
+    long tool list (BFCL) or one prompt's k samples (mean@k) prefill it once."""
+    import os
+
+    key = (str(path), VLLM_DTYPES.get(dtype, dtype))
+    if key in _ENGINES:
+        return _ENGINES[key]
     from vllm import LLM
 
     # This process has touched CUDA already (the device check): vLLM's engine process must be
     # spawned, not forked ("Cannot re-initialize CUDA in forked subprocess", seen on an H200).
     os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
-    return LLM(model=path, dtype=VLLM_DTYPES.get(dtype, dtype), enable_prefix_caching=True)
+    _ENGINES[key] = LLM(model=str(path), dtype=key[1], enable_prefix_caching=True,
+                        gpu_memory_utilization=vllm_memory_share())
+    return _ENGINES[key]
 
 
 def _vllm_stops(tokenizer: Any) -> list[int] | None:

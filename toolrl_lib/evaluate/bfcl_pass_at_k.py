@@ -224,9 +224,21 @@ def bfcl_pass_at_k(
           flush=True)
     if not score:
         return None
-    write_sample_results(out, categories, family, n, limit)
-    result = {"model": str(model), "family": family, "temperature": temperature,
-              "max_new_tokens": max_new_tokens, "seed": seed, "limit": limit,
-              **curves(solved_counts(out, categories, n), n, ks)}
+    return score_samples(out, categories, ks)
+
+
+def score_samples(out: str | Path, categories: list[str] | None = None, ks: list[int] | None = None
+                  ) -> dict[str, Any]:
+    """Score the samples of a folder (drawn anywhere) with BFCL and write ``out/pass_at_k.json``;
+    no model is loaded. ``categories``: those with a samples file (default)."""
+    out = Path(out)
+    settings_path = out / "sampling.json"
+    if not settings_path.is_file():
+        raise FileNotFoundError(f"{settings_path} not found: sample first (toolrl eval bfcl-pass-at-k --no-score)")
+    settings = json.loads(settings_path.read_text())
+    categories = check_categories(categories or [c for c in NON_LIVE_AST if samples_file(out, c).is_file()])
+    n = int(settings["n"])
+    write_sample_results(out, categories, settings["family"], n, settings.get("limit"))
+    result = {**settings, **curves(solved_counts(out, categories, n), n, ks)}
     (out / "pass_at_k.json").write_text(json.dumps(result, indent=2) + "\n")
     return result

@@ -113,3 +113,25 @@ def plot_paired_differences(pairs: pd.DataFrame, path: str | Path, title: str = 
 
 def _save(fig: Any, path: str | Path) -> Path:
     return save_figure(fig, path, dpi=120)
+
+
+def plot_pass_at_k(panels: dict[str, dict[str, dict[str, float]]], path: str | Path,
+                   title: str = "pass@k: what sampling reaches, and what RL could sharpen") -> Path:
+    """One panel per split (e.g. "validation", "BFCL non-live AST"), one curve per model:
+    ``panels[split][model] = {k: pass@k}`` (k as strings or ints), k on a log2 axis. The gap
+    between a model's pass@1 and its pass@n is what sharpening the distribution can at best gain."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 3.8), squeeze=False)
+    for ax, (split, curves) in zip(axes[0], panels.items(), strict=True):
+        for model, curve in curves.items():
+            ks = sorted(int(k) for k in curve)
+            ax.plot(ks, [curve[str(k)] if str(k) in curve else curve[k] for k in ks], marker="o", label=model)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("k (samples)")
+        ax.set_ylabel("pass@k")
+        ax.set_ylim(0, 1)
+        ax.set_title(split)
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle(title)
+    return _save(fig, path)

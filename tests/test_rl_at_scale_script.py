@@ -1,0 +1,86 @@
+"""benchmarks/gpu/rl_at_scale.py (issue 38) on CPU with the tiny random model: data, SFT (LoRA and
+full side by side), selection on validation, two GRPO variants with the start models evaluated
+beside them, the final selection, merge and evaluation, the pack; a second call that finds
+nothing left; the report (BFCL's scorer) in the shape of rl_single_turn.json plus pass@k.
+The chain is a harness test (``pytest -m gpu_harness``); the report's pure parts run always."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from benchmarks.rl_at_scale_report import goals, zero_variance
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
+    done = subprocess.run([sys.executable, "-m", "benchmarks.gpu.rl_at_scale", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+@pytest.mark.gpu_harness
+def test_chain_on_cpu_resumes_and_reports(tmp_path, tiny_model_dir):
+    work, out, results = tmp_path / "work", tmp_path / "out", tmp_path / "results"
+    run = ["run", "--work", str(work), "--out", str(out), "--device", "cpu", "--tiny", str(tiny_model_dir),
+           "--budget-s", "900", "--stop-margin-s", "20"]
+    first = _script(*run)
+    assert "SFT selected on validation" in first.stdout and "GRPO variant selected on validation" in first.stdout
+    assert "done: every model trained and evaluated" in first.stdout
+    with tarfile.open(out / "rl_at_scale.tar.gz") as tar:
+        names = set(tar.getnames())
+    assert {"state.json", "sft_selection.json", "grpo_selection.json", "sft/lora/sft.json", "sft/full/sft.json",
+            "runs/g16-weighted/validation.csv", "runs/g16-binary/metrics.csv"} <= names
+    for label in ("base", "sft", "grpo"):
+        assert f"pass_at_k/{label}-validation.json" in names
+        assert f"bfcl_pass_at_k/{label}/samples/multiple.jsonl" in names
+        assert f"bfcl/{label}/generations/simple_python.jsonl" in names
+    assert not any(n.endswith(".safetensors") for n in names)  # no weights travel
+    second = _script(*run)
+    assert "started" not in second.stdout and "done: every model trained" in second.stdout
+    _script("report", "--archive", str(out / "rl_at_scale.tar.gz"), "--work", str(tmp_path / "rep"),
+            "--out", str(results), "--figures", str(tmp_path / "figures"), "--n-boot", "100")
+    result = json.loads((results / "rl_at_scale.json").read_text())
+    assert result["selected_on"] == "validation" and set(result["models"]) == {"base", "sft", "grpo"}
+    assert {(c["a"], c["b"]) for c in result["comparisons"]} == {("sft", "grpo"), ("base", "grpo"), ("base", "sft")}
+    assert set(result["pass_at_k"]["sft"]) == {"validation", "bfcl_non_live_ast"}
+    assert result["pass_at_k"]["grpo"]["bfcl_non_live_ast"]["n"] == 2
+    assert result["selection"]["sft"]["chosen"] in ("lora", "full")
+    assert "summary_grpo_minus_sft_ge_0.03_ci_above_0" in result["goals"]
+    assert (tmp_path / "figures" / "07_rl_at_scale_pass_at_k.png").is_file()
+
+
+def test_goals_follow_the_comparisons():
+    rows = [{"a": "sft", "b": "grpo", "metric": "bfcl_single_turn_summary", "diff": 0.04, "ci_low": 0.01, "ci_high": 0.07},
+            {"a": "sft", "b": "grpo", "metric": "accuracy_when_called_non_live_ast", "diff": 0.02, "ci_low": -0.01,
+             "ci_high": 0.05},
+            {"a": "sft", "b": "grpo", "metric": "irrelevance", "diff": -0.05, "ci_low": -0.09, "ci_high": -0.01}]
+    models = {"base": {"bfcl_single_turn_summary": 0.333}, "grpo": {"bfcl_single_turn_summary": 0.35}}
+    got = goals(rows, models)
+    assert got["summary_grpo_minus_sft_ge_0.03_ci_above_0"]["met"] is True
+    assert got["accuracy_when_called_non_live_grpo_minus_sft_ci_above_0"]["met"] is False
+    assert got["irrelevance_not_significantly_lower"]["met"] is False  # the whole CI is below 0
+    assert got["stretch_grpo_summary_above_never_calling_base"]["met"] is True
+    rows[0]["diff"] = 0.02  # CI above 0 but below the +0.03 the issue asks
+    assert goals(rows, models)["summary_grpo_minus_sft_ge_0.03_ci_above_0"]["met"] is False
+
+
+def test_zero_variance_by_kind_from_the_metrics(tmp_path):
+    folder = tmp_path / "runs" / "g16"
+    folder.mkdir(parents=True)
+    pd.DataFrame({"step": range(1, 21), "frac_reward_zero_std": [1.0] * 10 + [0.5] * 10,
+                  "frac_reward_zero_std/kind/parallel": [0.0] * 2 + [0.5] * 16 + [1.0] * 2}).to_csv(
+        folder / "metrics.csv", index=False)
+    got = zero_variance(tmp_path)["g16"]
+    assert got["all"] == {"all_steps": 0.75, "first_tenth": 1.0, "last_tenth": 0.5}
+    assert got["parallel"] == {"all_steps": 0.5, "first_tenth": 0.0, "last_tenth": 1.0}
