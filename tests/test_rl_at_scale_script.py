@@ -33,7 +33,7 @@ def _script(*args: str) -> subprocess.CompletedProcess:
 def test_chain_on_cpu_resumes_and_reports(tmp_path, tiny_model_dir):
     work, out, results = tmp_path / "work", tmp_path / "out", tmp_path / "results"
     run = ["run", "--work", str(work), "--out", str(out), "--device", "cpu", "--tiny", str(tiny_model_dir),
-           "--budget-s", "900", "--stop-margin-s", "20"]
+           "--budget-s", "900", "--stop-margin-s", "20", "--stagger-s", "2"]
     first = _script(*run)
     assert "SFT selected on validation" in first.stdout and "GRPO variant selected on validation" in first.stdout
     assert "done: every model trained and evaluated" in first.stdout

@@ -229,6 +229,7 @@ def grpo_worker(args: argparse.Namespace) -> None:
     from toolrl_lib.run_dir import latest_checkpoint
     from toolrl_lib.train.run import train
 
+    time.sleep(args.start_delay_s)
     work = Path(args.work)
     selection = json.loads((work / "keep" / "sft_selection.json").read_text())
     folder = run_dir(work, args.variant)
@@ -266,9 +267,9 @@ def tiny_length_reward(prompts=None, completions=None, **kwargs) -> list[float]:
     return [float(len(str(c)) % 5) for c in completions or []]
 
 
-def eval_job(args: argparse.Namespace, work: Path, label: str, model: str) -> Job:
+def eval_job(args: argparse.Namespace, work: Path, label: str, model: str, delay: float = 0) -> Job:
     return Job(f"eval-{label}", python_module("benchmarks.gpu.rl_at_scale", "evaluate", *common_argv(args),
-                                              "--label", label, "--model", model),
+                                              "--label", label, "--model", model, "--start-delay-s", str(delay)),
                log=work / "keep" / f"eval-{label}.log", append_log=True,
                env={"PYTHONUNBUFFERED": "1", "TOOLRL_VLLM_GPU_MEMORY_UTILIZATION": str(args.eval_memory)})
 
@@ -287,6 +288,7 @@ def evaluate_worker(args: argparse.Namespace) -> None:
     from toolrl_lib.evaluate.pass_at_k import pass_at_k_curves
     from toolrl_lib.evaluate.runner import evaluate_bfcl
 
+    time.sleep(args.start_delay_s)
     work, label, model = Path(args.work), args.label, args.model
     keep, s = work / "keep", eval_settings(args)
     family = "hermes"
@@ -324,13 +326,19 @@ def evaluate_worker(args: argparse.Namespace) -> None:
 def run_grpo(args: argparse.Namespace, work: Path, selection: dict[str, Any], deadline: float) -> None:
     """The unfinished variants side by side, and the start models' evaluations beside them."""
     train_seconds = max(30, int(deadline - time.time() - args.stop_margin_s))
+    # Engines that start together on one GPU profile its free memory at the same moment: each
+    # process waits its turn (``stagger_s`` apart) before loading anything.
+    todo = [v for v in args.variants if not worker_state(work, v).get("finished")]
     jobs = [Job(f"grpo-{v}", python_module("benchmarks.gpu.rl_at_scale", "worker", *common_argv(args),
-                                           "--variant", v, "--train-seconds", str(train_seconds)),
+                                           "--variant", v, "--train-seconds", str(train_seconds - i * args.stagger_s),
+                                           "--start-delay-s", str(i * args.stagger_s)),
                 log=work / "keep" / f"grpo-{v}.log", append_log=True,
                 env={"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "4"})
-            for v in args.variants if not worker_state(work, v).get("finished")]
+            for i, v in enumerate(todo)]
     starts = {"base": args.tiny or "embedded", "sft": selection["model"]}
-    jobs += [eval_job(args, work, label, model) for label, model in starts.items() if not eval_done(work, label)]
+    jobs += [eval_job(args, work, label, model, delay=len(todo) * args.stagger_s if i == 0 else 0)
+             for i, (label, model) in enumerate((label, model) for label, model in starts.items()
+                                                if not eval_done(work, label))]
     if jobs:
         lanes = [args.lane] * (len([j for j in jobs if j.name.startswith("grpo-")]) + 1)
         for outcome in run_lanes(jobs, lanes, deadline, say=log, min_start_s=60):
@@ -377,7 +385,7 @@ def common_argv(args: argparse.Namespace) -> list[str]:
     argv = ["--work", str(args.work), "--device", args.device, "--lane", args.lane or "",
             "--variants", ",".join(args.variants), "--sft-methods", ",".join(args.sft_methods),
             "--n", str(args.n), "--val-limit", str(args.val_limit), "--eval-backend", args.eval_backend,
-            "--eval-memory", str(args.eval_memory)]
+            "--eval-memory", str(args.eval_memory), "--stagger-s", str(args.stagger_s)]
     argv += ["--bfcl-limit", str(args.bfcl_limit)] if args.bfcl_limit else []
     argv += ["--tiny", args.tiny] if args.tiny else []
     argv += [f"--set={item}" for item in args.set] + [f"--sft-set={item}" for item in args.sft_set]
@@ -458,6 +466,9 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval-memory", type=float, default=0.15,
                         help="share of GPU memory an evaluation engine takes (training runs beside it)")
     parser.add_argument("--tiny", default=None, help="a tiny model folder: CPU test of the chain")
+    parser.add_argument("--stagger-s", type=float, default=45,
+                        help="GPU processes of one call start this far apart (vLLM profiles free memory at start)")
+    parser.add_argument("--start-delay-s", type=float, default=0, help="(internal) wait before loading")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="GRPO config overrides")
     parser.add_argument("--sft-set", action="append", default=[], metavar="KEY=VALUE", help="SFT config overrides")
 

@@ -83,6 +83,17 @@
 #           (benchmarks/gpu/step_profile.py: ops by GPU and CPU time, GPU busy share per window)
 #   bfclv [] BFCL single-turn generation of the embedded model, all 3,641 entries, vLLM then our
 #           generator, each timed -> $OUT/bfcl_vllm.tar.gz; then here: python -m benchmarks.bfcl_backends ...
+# Issue 38 (one H200, kind nvidia-h200): the learning experiment at scale (benchmarks/gpu/rl_at_scale.py)
+#   1 [.whl/gguf1 .whl/base], vllm1 [.whl/vllm1], vllm2 [.whl/vllm2], then
+#   38 [.whl/gguf2]  model; broad data on the host (20,000 examples, ~8 s); SFT LoRA and full side by side (one
+#      epoch: --sft-set sft.epochs=1); the SFT start selected on validation; GRPO variants side by side
+#      (RAS_VARIANTS, default g16-weighted,g16-binary; vLLM colocate at 0.2 of the GPU each) with the base and SFT
+#      models' BFCL greedy + pass@k (vLLM, 0.15 of the GPU) beside them -> $OUT/rl_at_scale.tar.gz
+#   38 again (nothing to carry), back to back, until it says "done" (each call resumes every part); the last call
+#      of a session with RAS_CARRY=1 also packs each unfinished variant's checkpoint ($OUT/carry-<variant>/)
+#   then here: python -m benchmarks.gpu.rl_at_scale report --archive rl_at_scale.tar.gz --work runs/rl_at_scale \
+#      --command "python -m benchmarks.gpu.rl_at_scale run --work /tmp/ras --out \$OUT --sft-set sft.epochs=1 ..."
+#   Tested on CPU only (pytest -m gpu_harness tests/test_rl_at_scale_script.py); not yet run on a GPU.
 set -uo pipefail
 export PYTHONPATH=/tmp/site:/tmp/vllm-site:$PWD TOOLRL_CACHE=/tmp/toolrl-cache HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 export VLLM_USE_FLASHINFER_SAMPLER=0  # flashinfer is not in the bundle: vLLM's own sampler
@@ -150,6 +161,12 @@ case "${1:?step}" in
      python3 -m benchmarks.gpu.rl_multi_turn_gpu run --work /tmp/mtrl --out "$OUT" --budget-s "$(left "$S")" \
        ${MTRL_ARGS:-}
      tail -n 2 /tmp/mtrl/keep/bfcl/*.log ;;
+  38) S=${S38:-575}
+     [ -f /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf ] || bash "$0" model || exit 1
+     python3 -m benchmarks.gpu.rl_at_scale run --work /tmp/ras --out "$OUT" --budget-s "$(left "$S")" \
+       --variants "${RAS_VARIANTS:-g16-weighted,g16-binary}" --sft-set sft.epochs=1 \
+       --set grpo.vllm.gpu_memory_utilization=0.2 ${RAS_CARRY:+--carry} ${RAS_ARGS:-} 2>&1 | grep -v "it/s]" | tail -40
+     ls -la "$OUT" ;;
   5) S5=${S5:-555}
      if [ "${SIDE:-}" = fit ]; then  # GPU 1: the full profile's fit while GPU 0 trains
        CUDA_VISIBLE_DEVICES=1 python3 -m benchmarks.gpu.full_profile_fit --out "$OUT" \
