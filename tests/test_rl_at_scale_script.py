@@ -48,6 +48,7 @@ def test_chain_on_cpu_resumes_and_reports(tmp_path, tiny_model_dir):
     assert not any(n.endswith(".safetensors") for n in names)  # no weights travel
     second = _script(*run)
     assert "started" not in second.stdout and "done: every model trained" in second.stdout
+    _resume_in_a_new_session(tmp_path, work, out, tiny_model_dir)
     _script("report", "--archive", str(out / "rl_at_scale.tar.gz"), "--work", str(tmp_path / "rep"),
             "--out", str(results), "--figures", str(tmp_path / "figures"), "--n-boot", "100")
     result = json.loads((results / "rl_at_scale.json").read_text())
@@ -58,6 +59,32 @@ def test_chain_on_cpu_resumes_and_reports(tmp_path, tiny_model_dir):
     assert result["selection"]["sft"]["chosen"] in ("lora", "full")
     assert "summary_grpo_minus_sft_ge_0.03_ci_above_0" in result["goals"]
     assert (tmp_path / "figures" / "07_rl_at_scale_pass_at_k.png").is_file()
+
+
+def _resume_in_a_new_session(tmp_path, work, out, tiny_model_dir):
+    """What one session carries back (archive, start model, checkpoints) restores a bare work
+    folder, and a variant that was not finished resumes from its checkpoint there."""
+    from benchmarks.gpu.carry import pack
+
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    (parts / "rl_at_scale.tar.gz").write_bytes((out / "rl_at_scale.tar.gz").read_bytes())
+    selection = json.loads((work / "keep" / "sft_selection.json").read_text())
+    pack(work / selection["model"], parts, "start", folder=True, bf16=True)
+    for variant in ("g16-weighted", "g16-binary"):
+        pack(work / "runs" / variant, parts, variant)
+    new = tmp_path / "session2"
+    common = ["--work", str(new), "--device", "cpu", "--tiny", str(tiny_model_dir)]
+    _script("restore", *common, "--parts", str(parts))
+    assert (new / selection["model"] / "config.json").is_file()
+    state = new / "runs" / "g16-binary" / "worker.json"
+    state.write_text(json.dumps({**json.loads(state.read_text()), "finished": False}))
+    resumed = _script("run", *common, "--out", str(tmp_path / "out2"), "--budget-s", "600", "--stop-margin-s", "20",
+                      "--stagger-s", "2", "--set=grpo.max_steps=3")
+    assert "started sft" not in resumed.stdout and "started grpo-g16-weighted" not in resumed.stdout
+    assert json.loads(state.read_text())["step"] == 3  # from the carried checkpoint-2, one more step
+    steps = pd.read_csv(new / "runs" / "g16-binary" / "metrics.csv")["step"].tolist()
+    assert steps == [1, 2, 3]
 
 
 def test_goals_follow_the_comparisons():

@@ -16,9 +16,13 @@ the GPU host stays warm):
     final   the variant with the best validation score (never BFCL) is merged into a full
             folder (vLLM loads folders) and evaluated the same way
     pack    ``--out``/rl_at_scale.tar.gz (parts when large): state, SFT records, run logs,
-            validation and metrics CSVs, BFCL generations, pass@k files; never weights.
-            ``--carry``: each variant's newest checkpoint too (``carry.py`` parts), for a
-            later session's resume
+            validation and metrics CSVs, BFCL generations, pass@k files; never weights
+
+Across sessions (a later session's host starts bare): at the end of one, ``carry.py pack`` brings
+back the SFT start (``--folder --bf16``, name ``start``) and each unfinished variant's checkpoint
+(name = the variant), a few calls of 7 parts; in the next, ``carry.py stage`` spreads them (with
+the archive) over carry folders, each call copies one to the host, and ``restore`` puts them
+where ``run`` resumes from (``benchmarks/gpu/session.sh``, steps carry, stage, 38restore).
 
     python -m benchmarks.gpu.rl_at_scale run --work /tmp/ras --out $OUT --budget-s 570
     python -m benchmarks.gpu.rl_at_scale report --archive rl_at_scale.tar.gz --work runs/rl_at_scale
@@ -189,6 +193,7 @@ def select_sft(args: argparse.Namespace, work: Path, deadline: float) -> dict[st
         return json.loads(path.read_text())
     base = args.tiny or "embedded"
     candidates = {"base": base, **{m: str(sft_dir(work, m) / "model") for m in args.sft_methods}}
+    relative = {m: str((sft_dir(work, m) / "model").relative_to(work)) for m in args.sft_methods}
     jobs = [Job(f"validate-{label}", python_module("benchmarks.gpu.rl_at_scale", "validate", *common_argv(args),
                                                    "--model", model, "--to", str(keep / "validation" / f"{label}.json")),
                 log=keep / f"validate-{label}.log", env={"PYTHONUNBUFFERED": "1"})
@@ -205,7 +210,7 @@ def select_sft(args: argparse.Namespace, work: Path, deadline: float) -> dict[st
     methods = [m for m in args.sft_methods if m in scores]
     chosen = max(methods, key=lambda m: scores[m][key])
     selection = {"key": key, "scores": {m: scores[m][key] for m in candidates}, "chosen": chosen,
-                 "model": candidates[chosen], "validation": scores, "selected_on": "validation"}
+                 "model": relative[chosen], "validation": scores, "selected_on": "validation"}
     path.write_text(json.dumps(selection, indent=2, default=float))
     log(f"SFT selected on validation {key}: {chosen} ({json.dumps(selection['scores'])})")
     return selection
@@ -249,7 +254,7 @@ def grpo_worker(args: argparse.Namespace) -> None:
                 control.should_save = True
             return control
 
-    config = grpo_config(args, args.variant, selection["model"])
+    config = grpo_config(args, args.variant, str(work / selection["model"]))
     resume = latest_checkpoint(folder / "checkpoints") is not None
     t0 = time.time()
     # tiny: a random model earns a flat reward and would learn nothing (nothing to merge after)
@@ -335,7 +340,7 @@ def run_grpo(args: argparse.Namespace, work: Path, selection: dict[str, Any], de
                 log=work / "keep" / f"grpo-{v}.log", append_log=True,
                 env={"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "4"})
             for i, v in enumerate(todo)]
-    starts = {"base": args.tiny or "embedded", "sft": selection["model"]}
+    starts = {"base": args.tiny or "embedded", "sft": str(work / selection["model"])}
     jobs += [eval_job(args, work, label, model, delay=len(todo) * args.stagger_s if i == 0 else 0)
              for i, (label, model) in enumerate((label, model) for label, model in starts.items()
                                                 if not eval_done(work, label))]
@@ -363,6 +368,8 @@ def select_grpo(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 def run_final(args: argparse.Namespace, work: Path, deadline: float) -> None:
     keep = work / "keep"
+    if eval_done(work, "grpo"):
+        return
     path = keep / "grpo_selection.json"
     selection = json.loads(path.read_text()) if path.is_file() else select_grpo(args, work)
     merged = work / "grpo_model"
@@ -421,8 +428,6 @@ def run(args: argparse.Namespace) -> int:
     state_file.write_text(json.dumps(state, indent=2))
     copy_logs(work)
     bmt.pack(keep, Path(args.out) / "rl_at_scale.tar.gz", (".json", ".jsonl", ".log", ".csv", ".yaml"))
-    if args.carry:
-        carry_checkpoints(args, work)
     log(("done: every model trained and evaluated" if done else "not done: run the same command again (it resumes)")
         + f"; GRPO steps {json.dumps(progress)}")
     return 0
@@ -442,14 +447,29 @@ def copy_logs(work: Path) -> None:
             shutil.copy2(sft / "sft.json", keep / "sft" / sft.name / "sft.json")
 
 
-def carry_checkpoints(args: argparse.Namespace, work: Path) -> None:
-    """Each unfinished variant's newest checkpoint as parts under --out (a later session resumes)."""
-    from benchmarks.gpu.carry import pack
+def restore(args: argparse.Namespace) -> int:
+    """A new session's host from what an earlier session brought back (``--parts``: the
+    rl_at_scale.tar.gz or its parts, ``start.*`` the SFT start model, ``<variant>.*`` each variant's
+    checkpoint, all packed by ``carry.py``): the next ``run`` then resumes where that session stopped."""
+    from benchmarks.gpu import carry
 
+    work, parts = Path(args.work), Path(args.parts)
+    keep = work / "keep"
+    bmt.unpack(parts / "rl_at_scale.tar.gz", keep)
+    selection = json.loads((keep / "sft_selection.json").read_text())
+    for method in json.loads((keep / "state.json").read_text())["sft_methods"]:
+        record = keep / "sft" / method / "sft.json"
+        if record.is_file():  # its run is over: a finished record keeps it from running again
+            sft_dir(work, method).mkdir(parents=True, exist_ok=True)
+            shutil.copy2(record, sft_dir(work, method) / "sft.json")
+    log(f"start model: {carry.unpack(parts, 'start', work / selection['model'])}")
     for variant in args.variants:
-        if (run_dir(work, variant) / "checkpoints").is_dir() and not worker_state(work, variant).get("finished"):
-            manifest = pack(run_dir(work, variant), Path(args.out) / f"carry-{variant}", variant)
-            log(f"carried {variant}: {manifest['checkpoint']} in {len(manifest['parts'])} parts")
+        if (parts / f"{variant}.manifest.json").is_file():
+            log(f"{variant}: {carry.unpack(parts, variant, run_dir(work, variant))}")
+        if (keep / "runs" / variant / "worker.json").is_file():
+            run_dir(work, variant).mkdir(parents=True, exist_ok=True)
+            shutil.copy2(keep / "runs" / variant / "worker.json", run_dir(work, variant) / "worker.json")
+    return 0
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
@@ -483,7 +503,6 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--pack-margin-s", type=float, default=25, help="kept for packing at the end")
     r.add_argument("--stop-margin-s", type=float, default=100,
                    help="GRPO workers stop this long before the deadline (checkpoint, final validation)")
-    r.add_argument("--carry", action="store_true", help="also pack each unfinished variant's checkpoint")
     w = sub.add_parser("worker", help="(internal) one GRPO variant")
     add_common(w)
     w.add_argument("--variant", required=True)
@@ -496,6 +515,9 @@ def main(argv: list[str] | None = None) -> int:
     add_common(v)
     v.add_argument("--model", required=True)
     v.add_argument("--to", required=True)
+    b = sub.add_parser("restore", help="a new session: unpack what an earlier one carried back, then `run`")
+    add_common(b)
+    b.add_argument("--parts", required=True, help="folder with rl_at_scale.tar.gz(.partN), start.*, <variant>.*")
     p = sub.add_parser("report", help="(CPU box) score, compare, write benchmarks/results/rl_at_scale.*")
     p.add_argument("--archive", default=None)
     p.add_argument("--work", required=True)
@@ -514,6 +536,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--sft-methods {unknown}: expected among {list(SFT_METHODS)}")
     if args.phase == "run":
         return run(args)
+    if args.phase == "restore":
+        return restore(args)
     if args.phase == "worker":
         grpo_worker(args)
     elif args.phase == "evaluate":

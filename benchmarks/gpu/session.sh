@@ -89,8 +89,13 @@
 #      epoch: --sft-set sft.epochs=1); the SFT start selected on validation; GRPO variants side by side
 #      (RAS_VARIANTS, default g16-weighted,g16-binary; vLLM colocate at 0.2 of the GPU each) with the base and SFT
 #      models' BFCL greedy + pass@k (vLLM, 0.15 of the GPU) beside them -> $OUT/rl_at_scale.tar.gz
-#   38 again (nothing to carry), back to back, until it says "done" (each call resumes every part); the last call
-#      of a session with RAS_CARRY=1 also packs each unfinished variant's checkpoint ($OUT/carry-<variant>/)
+#   38 again (nothing to carry), back to back, until it says "done" (each call resumes every part)
+#   Not done when the session's device time runs out: bring back what a later session resumes from, in calls
+#   of at most 7 parts: `carry` with CARRY_SRC=/tmp/ras/sft/<chosen>/model CARRY_NAME=start CARRY_FOLDER=1 and
+#      CARRY_FIRST=0, 7, 14 (the manifest's next_part), then CARRY_SRC=/tmp/ras/runs/<variant> CARRY_NAME=<variant>
+#      for each unfinished variant. In the next session, here: python -m benchmarks.gpu.carry stage <every part,
+#      manifest and rl_at_scale.tar.gz*> --to .whl; there: 1, vllm1, vllm2, `stage` with STAGE=1, 2, ... [.whl/stageN],
+#      `38restore` [] (python -m benchmarks.gpu.rl_at_scale restore --work /tmp/ras --parts /tmp/carry), then 38.
 #   then here: python -m benchmarks.gpu.rl_at_scale report --archive rl_at_scale.tar.gz --work runs/rl_at_scale \
 #      --command "python -m benchmarks.gpu.rl_at_scale run --work /tmp/ras --out \$OUT --sft-set sft.epochs=1 ..."
 #   Tested on CPU only (pytest -m gpu_harness tests/test_rl_at_scale_script.py); not yet run on a GPU.
@@ -165,8 +170,13 @@ case "${1:?step}" in
      [ -f /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf ] || bash "$0" model || exit 1
      python3 -m benchmarks.gpu.rl_at_scale run --work /tmp/ras --out "$OUT" --budget-s "$(left "$S")" \
        --variants "${RAS_VARIANTS:-g16-weighted,g16-binary}" --sft-set sft.epochs=1 \
-       --set grpo.vllm.gpu_memory_utilization=0.2 ${RAS_CARRY:+--carry} ${RAS_ARGS:-} 2>&1 | grep -v "it/s]" | tail -40
+       --set grpo.vllm.gpu_memory_utilization=0.2 ${RAS_ARGS:-} 2>&1 | grep -v "it/s]" | tail -40
      ls -la "$OUT" ;;
+  carry) python3 -m benchmarks.gpu.carry pack --src "${CARRY_SRC:?}" --name "${CARRY_NAME:?}" --out "$OUT" \
+       --first-part "${CARRY_FIRST:-0}" ${CARRY_FOLDER:+--folder --bf16} ;;
+  stage) mkdir -p /tmp/carry && cp .whl/stage"${STAGE:?}"/* /tmp/carry/ && ls /tmp/carry ;;
+  38restore) python3 -m benchmarks.gpu.rl_at_scale restore --work /tmp/ras --parts /tmp/carry \
+       --variants "${RAS_VARIANTS:-g16-weighted,g16-binary}" ;;
   5) S5=${S5:-555}
      if [ "${SIDE:-}" = fit ]; then  # GPU 1: the full profile's fit while GPU 0 trains
        CUDA_VISIBLE_DEVICES=1 python3 -m benchmarks.gpu.full_profile_fit --out "$OUT" \
