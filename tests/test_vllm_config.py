@@ -361,3 +361,56 @@ def test_evaluation_engine_memory_share_comes_from_the_environment(monkeypatch):
         monkeypatch.setenv(VLLM_MEMORY_ENV, bad)
         with pytest.raises(ValueError, match=VLLM_MEMORY_ENV):
             vllm_memory_share()
+
+
+class _FakeParams:
+    def __init__(self, **kwargs):
+        self.kwargs = kwargs
+
+
+class _FakeLLM:
+    """vllm.LLM's generate: records the params, answers each prompt with n numbered texts."""
+
+    def __init__(self):
+        self.calls = []
+
+    def generate(self, prompts, params, use_tqdm=False):
+        self.calls.append(params.kwargs)
+        n = params.kwargs["n"]
+        return [types.SimpleNamespace(outputs=[types.SimpleNamespace(text=f"{p}#{i}") for i in range(n)])
+                for p in prompts]
+
+
+def _fake_trainer(mode="colocate", sleep=False):
+    syncs = []
+    generation = types.SimpleNamespace(llm=_FakeLLM(), sync_weights=lambda: syncs.append(1))
+    trainer = types.SimpleNamespace(
+        vllm_generation=generation, args=types.SimpleNamespace(vllm_mode=mode, vllm_enable_sleep_mode=sleep),
+        state=types.SimpleNamespace(global_step=7), _last_loaded_step=0,
+        model=types.SimpleNamespace(generation_config=types.SimpleNamespace(top_k=20)))
+    return trainer, syncs
+
+
+def test_validation_samples_through_the_colocated_engine_with_synced_weights(monkeypatch, tiny_model_dir):
+    from toolrl_lib.models import load_tokenizer
+    from toolrl_lib.train.validation import colocated_sampler
+
+    monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(SamplingParams=_FakeParams))
+    tokenizer = load_tokenizer(str(tiny_model_dir))
+    trainer, syncs = _fake_trainer()
+    sample = colocated_sampler(trainer, tokenizer)
+    assert syncs == [1] and trainer._last_loaded_step == 7  # the round's weights -> the policy's now
+    assert colocated_sampler(trainer, tokenizer) is not None and syncs == [1]  # same step: no second sync
+    assert sample(["a", "b"], 3, 16, 1.0, 0.9, 5) == [["a#0", "a#1", "a#2"], ["b#0", "b#1", "b#2"]]
+    params = trainer.vllm_generation.llm.calls[-1]
+    assert (params["n"], params["top_k"], params["top_p"], params["max_tokens"], params["seed"]) == (3, 20, 0.9, 16, 5)
+    for mode, sleep in (("server", False), ("colocate", True)):  # no engine in this process / maybe asleep
+        assert colocated_sampler(_fake_trainer(mode, sleep)[0], tokenizer) is None
+    assert colocated_sampler(types.SimpleNamespace(args=None), tokenizer) is None  # vLLM off
+
+
+def test_validation_vllm_is_a_config_field():
+    from toolrl_lib.train.config import load_run_config
+
+    assert load_run_config(None, ["device=cpu"]).validation.vllm is True
+    assert load_run_config(None, ["device=cpu", "validation.vllm=false"]).validation.vllm is False

@@ -283,16 +283,21 @@ def model_top_k(path: str) -> int:
 
 
 def _vllm_sampler(path: str, tokenizer: Any, dtype: str) -> Sampler:
-    """Sampling with one vLLM engine: one ``generate`` call per prompt list with ``n=k`` (vLLM
-    prefills each prompt once for its k samples); ``temperature <= 0`` is greedy, then ``k == 1``."""
-    from vllm import SamplingParams
+    """Sampling with this process's vLLM engine for ``path``."""
+    return sampler_from_llm(_vllm_llm(path, dtype), tokenizer, model_top_k(path))
 
-    llm = _vllm_llm(path, dtype)
+
+def sampler_from_llm(llm: Any, tokenizer: Any, top_k: int) -> Sampler:
+    """Sampling with the vLLM engine ``llm`` (ours, or a trainer's colocated one): one ``generate``
+    call per prompt list with ``n=k`` (vLLM prefills each prompt once for its k samples);
+    ``temperature <= 0`` is greedy, then ``k == 1``. ``top_k``: what ``toolrl_lib.generation``
+    samples with (``model_top_k``), so both backends draw alike."""
     stops = _vllm_stops(tokenizer)
-    top_k = model_top_k(path)  # what toolrl_lib.generation samples with, so both draw alike
 
     def sample(prompts: list[str], k: int, max_new_tokens: int, temperature: float, top_p: float,
                seed: int) -> list[list[str]]:
+        from vllm import SamplingParams
+
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         if temperature <= 0 and k > 1:

@@ -207,6 +207,7 @@ class ValidationSection:
     batch_size: int = 16
     before_training: bool = field(default=True, metadata={"help": "also score the start model(s): the \"before\" numbers"})
     hard_negatives: int = field(default=0, metadata={"help": "generated hard no-call examples added to the validation set"})
+    vllm: bool = field(default=True, metadata={"help": "periodic validation samples through the run's colocated vLLM engine when it has one (weights synced first; sleep mode excepted), else transformers' generate"})
 
 
 @dataclass

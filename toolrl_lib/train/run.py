@@ -46,7 +46,7 @@ from toolrl_lib.train.trainer import (
     save_last,
     trainer_callbacks,
 )
-from toolrl_lib.train.validation import evaluate_saved, validation_scores
+from toolrl_lib.train.validation import colocated_sampler, evaluate_saved, validation_scores
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -159,10 +159,24 @@ def _train(
     all_callbacks = trainer_callbacks(config, paths, checkpoint, extra_callbacks, dist.main)
     best_key = best_validation_key(v)
     val_cb = None
+    engine: dict[str, Any] = {}  # the trainer once built: validation may sample through its vLLM engine
+
+    def evaluate(model: Any) -> dict[str, float]:
+        if v.vllm and "trainer" in engine:
+            try:
+                sampler = colocated_sampler(engine["trainer"], tokenizer)
+                if sampler is not None:
+                    return validation_scores(config, model, tokenizer, val_examples, family, sampler)
+            except Exception as error:  # noqa: BLE001 - a validation path must not end a long run
+                say(f"validation through vLLM failed ({type(error).__name__}: {error}); "
+                    "transformers' generate from now on")
+            engine.pop("trainer", None)
+        return validation_scores(config, model, tokenizer, val_examples, family)
+
     if v.enabled and dist.main:
         # Under DDP rank 0 generates alone; the others wait at the next collective.
         val_cb = cb.ValidationCallback(
-            evaluate=lambda m: validation_scores(config, m, tokenizer, val_examples, family),
+            evaluate=evaluate,
             csv_path=paths.validation, every_steps=v.every_steps, best_key=best_key,
             save_best=lambda m, step, s: save_adapter(m, tokenizer, paths.best),
             start_rows=val_log.rows,
@@ -183,6 +197,7 @@ def _train(
                             all_callbacks, dist.world_size, rollout_func, backend)
     changes = fast.install(trainer, config, device=device, backend=backend, tokenizer=tokenizer,
                            run_root=paths.root, rank=dist.rank)
+    engine["trainer"] = trainer
     for change in changes:
         say(f"fast: {change}")
     if dist.world_size > 1:

@@ -10,23 +10,49 @@ from toolrl_lib.models import release_memory
 from toolrl_lib.train.config import RunConfig
 
 
-def validation_result(config: RunConfig, model: Any, tokenizer: Any, examples: list[Any], family: str) -> Any:
-    """``mean_at_k`` with the run's validation settings (a ``MeanAtK``, per-example rows kept)."""
+def validation_result(config: RunConfig, model: Any, tokenizer: Any, examples: list[Any], family: str,
+                      sampler: Any = None) -> Any:
+    """``mean_at_k`` with the run's validation settings (a ``MeanAtK``, per-example rows kept);
+    ``sampler``: another way to draw the samples (``colocated_sampler``), else ``model``'s generate."""
     from toolrl_lib.evaluate.mean_at_k import mean_at_k
 
     v = config.validation
     return mean_at_k(
         model, tokenizer, examples, family, k=v.k, schemes=tuple(v.schemes),
         max_new_tokens=v.max_new_tokens, temperature=v.temperature, top_p=v.top_p,
-        batch_size=v.batch_size, seed=config.seed,
+        batch_size=v.batch_size, seed=config.seed, sampler=sampler,
     )
 
 
+def colocated_sampler(trainer: Any, tokenizer: Any) -> Any:
+    """A sampler over the trainer's colocated vLLM engine with the policy's current weights, or
+    None when there is none (no vLLM, server mode, sleep mode: the engine may be asleep).
+
+    The engine holds the weights of the last rollout round; they are synced first, as TRL syncs
+    them before a round (``_last_loaded_step``, TRL's own marker, updated so the next round does
+    not sync twice)."""
+    generation = getattr(trainer, "vllm_generation", None)
+    args = getattr(trainer, "args", None)
+    if (generation is None or getattr(args, "vllm_mode", None) != "colocate"
+            or getattr(args, "vllm_enable_sleep_mode", False)):
+        return None
+    from toolrl_lib.evaluate.backends import sampler_from_llm
+    from toolrl_lib.generation import default_top_k
+
+    step = trainer.state.global_step
+    if getattr(trainer, "_last_loaded_step", None) != step:
+        generation.sync_weights()
+        trainer._last_loaded_step = step
+    model = getattr(trainer, "model", None)
+    top_k = default_top_k(getattr(model, "generation_config", None))
+    return sampler_from_llm(generation.llm, tokenizer, top_k)
+
+
 def validation_scores(
-    config: RunConfig, model: Any, tokenizer: Any, examples: list[Any], family: str
+    config: RunConfig, model: Any, tokenizer: Any, examples: list[Any], family: str, sampler: Any = None
 ) -> dict[str, float]:
     v = config.validation
-    result = validation_result(config, model, tokenizer, examples, family)
+    result = validation_result(config, model, tokenizer, examples, family, sampler)
     scores = {**result.scores, **result.rates()}
     from toolrl_lib.evaluate.mean_at_k import kind_scores
 
