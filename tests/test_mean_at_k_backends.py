@@ -38,7 +38,7 @@ def fake_vllm(calls: dict) -> types.ModuleType:
         def generate(self, prompts, params, use_tqdm=True):
             calls["generate"].append((list(prompts), params.kwargs))
             return [types.SimpleNamespace(outputs=[types.SimpleNamespace(text=f"{p}#{i}")
-                                                   for i in range(params.kwargs["n"])])
+                                                   for i in range(params.kwargs.get("n", 1))])
                     for p in prompts]
 
     class SamplingParams:
@@ -57,6 +57,7 @@ def vllm_here(monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", fake_vllm(calls))
     monkeypatch.setattr(vllm_engine, "vllm_importable", lambda: True)
     monkeypatch.setattr(backends, "cuda_available", lambda: True)
+    monkeypatch.setattr(backends, "_ENGINES", {})  # this process's engines: none yet
     return calls
 
 
@@ -66,13 +67,16 @@ def test_vllm_sampler_one_engine_one_call_with_n_k(vllm_here, tiny_model_dir):
     out = loaded.sample(["a", "b", "c"], 3, 7, 0.7, 0.9, 5)
     assert out == [["a#0", "a#1", "a#2"], ["b#0", "b#1", "b#2"], ["c#0", "c#1", "c#2"]]
     assert vllm_here["llm"] == [{"model": str(tiny_model_dir), "dtype": "bfloat16",
-                                 "enable_prefix_caching": True}]
+                                 "enable_prefix_caching": True, "gpu_memory_utilization": 0.9}]
     assert vllm_here["generate"] == [(["a", "b", "c"], {
         "n": 3, "temperature": 0.7, "top_p": 0.9, "top_k": backends.model_top_k(str(tiny_model_dir)),
         "max_tokens": 7, "seed": 5,
         "stop_token_ids": [loaded.tokenizer.eos_token_id], "skip_special_tokens": True})]
     loaded.sample(["d"], 1, 4, 0.0, 1.0, 0)  # greedy with k = 1; the same engine again
     assert len(vllm_here["llm"]) == 1 and vllm_here["generate"][-1][1]["temperature"] == 0.0
+    # greedy BFCL in the same process shares the engine (one start-up per model and process)
+    backends.load_for_eval(str(tiny_model_dir), backend="vllm", dtype="bf16").complete(["e"])
+    assert len(vllm_here["llm"]) == 1 and vllm_here["generate"][-1][0] == ["e"]
 
 
 def test_vllm_sampler_refuses_greedy_k_above_one(vllm_here, tiny_model_dir):

@@ -205,3 +205,91 @@ def test_multi_turn_grpo_through_rollout_func_trains_and_resumes(tiny, tmp_path,
     assert any(float(t.abs().max()) > 0 for k, t in a.items() if "lora_B" in k)  # it learned
     assert all((a[k] - b[k]).abs().max().item() <= 1e-6 for k in a)
     assert list(pd.read_csv(resumed / "metrics.csv")["step"]) == [1, 2]
+
+
+class _GoldEngine:
+    """A stand-in for vllm.LLM: each request continues its transcript with the task's next gold
+    reply (found by the transcript's prompt ids), reports log-probs, and sometimes, as vLLM may,
+    leaves the stop token out of the ids (finish_reason "stop", stop_reason None)."""
+
+    def __init__(self, tokenizer, episodes, adapter):
+        self.tokenizer, self.calls, self.plans = tokenizer, [], {}
+        for episode in episodes:
+            self.plans[tuple(episode.prompt_ids)] = [encode(tokenizer, text) for text in gold_replies(episode.task, adapter)]
+        self.served: dict[tuple, int] = {}
+
+    def generate(self, prompts, params, use_tqdm=False):
+        from types import SimpleNamespace
+
+        self.calls.append([p.kwargs for p in params])
+        out = []
+        for prompt in prompts:
+            ids = prompt["prompt_token_ids"]
+            key = next(k for k in self.plans if tuple(ids[: len(k)]) == k)
+            step = self.served.get(key, 0)
+            self.served[key] = step + 1
+            tokens = self.plans[key][step]
+            with_stop = step % 2 == 0
+            token_ids = tokens + ([self.tokenizer.eos_token_id] if with_stop else [])
+            logprobs = [{t: SimpleNamespace(logprob=-0.5)} for t in token_ids]
+            out.append(SimpleNamespace(outputs=[SimpleNamespace(token_ids=token_ids, logprobs=logprobs,
+                                                                finish_reason="stop", stop_reason=None)]))
+        return out
+
+
+def test_episodes_play_through_a_vllm_engine_with_log_probs(tiny, monkeypatch):
+    import math
+    import sys
+    from types import SimpleNamespace
+
+    from toolrl_lib.envs.rollout import vllm_step
+
+    class Params:
+        def __init__(self, **kwargs):
+            self.kwargs = kwargs
+
+    monkeypatch.setitem(sys.modules, "vllm", SimpleNamespace(SamplingParams=Params))
+    _, model, tokenizer = tiny
+    adapter = get_adapter("hermes")
+    tasks = [t for t in make_tasks("train", 30) if len(t.turns) == 2][:3]
+    episodes = new_episodes(tasks, adapter, tokenizer, BIG)
+    engine = _GoldEngine(tokenizer, episodes, adapter)
+    sampling = SamplingSettings(temperature=0.7, top_p=0.9)
+    run_episodes(None, tokenizer, episodes, sampling, step=vllm_step(engine, tokenizer, sampling, top_k=20))
+    assert all(e.done and e.result()["success"] for e in episodes)
+    first = engine.calls[0]
+    assert len(first) == 3 and {(p["temperature"], p["top_p"], p["top_k"], p["logprobs"]) for p in first} == {(0.7, 0.9, 20, 0)}
+    assert all(p["max_tokens"] == BIG.max_new_tokens for p in first)  # each capped by its own budget
+    for e in episodes:
+        assert len(e.logprobs) == len(e.completion_ids) == len(e.env_mask)
+        sampled = [lp for lp, m in zip(e.logprobs, e.env_mask, strict=True) if m]
+        assert sampled.count(-0.5) >= len(sampled) - len(e.texts)  # one appended stop token per step at most
+        assert all(math.isnan(lp) for lp, m in zip(e.logprobs, e.env_mask, strict=True) if not m)
+        ends = [i for i, t in enumerate(e.completion_ids) if t == tokenizer.eos_token_id and e.env_mask[i]]
+        assert len(ends) == len(e.texts)  # every step ends on its stop token, given back or not
+
+
+def test_the_rollout_func_uses_the_colocated_engine(tiny, monkeypatch):
+    import sys
+    from types import SimpleNamespace
+
+    from toolrl_lib.envs import task_key
+    from toolrl_lib.train.multi_turn_rollout import make_rollout_func
+
+    class Params:
+        def __init__(self, **kwargs):
+            self.kwargs = kwargs
+
+    monkeypatch.setitem(sys.modules, "vllm", SimpleNamespace(SamplingParams=Params))
+    _, model, tokenizer = tiny
+    adapter = get_adapter("hermes")
+    tasks = [t for t in make_tasks("train", 30) if len(t.turns) == 1][:2]
+    engine = _GoldEngine(tokenizer, new_episodes(tasks, adapter, tokenizer, BIG), adapter)
+    trainer = SimpleNamespace(processing_class=tokenizer, model=model, use_vllm=True,
+                              args=SimpleNamespace(vllm_mode="colocate"),
+                              vllm_generation=SimpleNamespace(llm=engine),
+                              accelerator=SimpleNamespace(unwrap_model=lambda m: m))
+    rollout = make_rollout_func("hermes", BIG, SamplingSettings())
+    out = rollout([task_key(t) for t in tasks], trainer)
+    assert engine.calls and [r["success"] for r in out["episode"]] == [True, True]
+    assert [len(lp) for lp in out["logprobs"]] == [len(ids) for ids in out["completion_ids"]]

@@ -89,9 +89,14 @@ def test_library_rollouts_step_aside():
     assert "fast.rollouts = 'library'" in text and "step aside" in text and "fast.rollouts: trl" in text
 
 
-def test_multi_turn_refuses_vllm_for_now():
-    text = problems(*GPU, "grpo.vllm.mode=colocate", "multi_turn.enabled=true")
-    assert "multi-turn" in text and "not supported there yet" in text
+def test_multi_turn_takes_the_colocated_engine_only():
+    from toolrl_lib.train.config import vllm_max_model_len
+
+    accepted = config(*GPU, "grpo.vllm.mode=colocate", "multi_turn.enabled=true", "model.max_seq_length=3072")
+    assert vllm_max_model_len(accepted) == 3072  # the whole transcript, not one prompt + one completion
+    for extra in (["grpo.vllm.mode=server"], ["grpo.vllm.mode=colocate", "grpo.vllm.enable_sleep_mode=true"]):
+        text = problems(*GPU, *extra, "multi_turn.enabled=true")
+        assert "multi-turn rollout_func" in text and "colocate, sleep mode off" in text
 
 
 @pytest.mark.parametrize("overrides, key", [
@@ -168,8 +173,8 @@ def test_vllm_with_device_auto_on_a_cpu_machine(nothing_loads, tmp_path):
 def test_multi_turn_run_refuses_before_anything_loads(nothing_loads, tmp_path):
     from toolrl_lib.train import train
 
-    cfg = config(*GPU, "grpo.vllm.mode=colocate", "multi_turn.enabled=true", check=False)
-    with pytest.raises(ConfigError, match="not supported there yet"):
+    cfg = config(*GPU, "grpo.vllm.mode=server", "multi_turn.enabled=true", check=False)
+    with pytest.raises(ConfigError, match="multi-turn rollout_func"):
         train(cfg, tmp_path / "run")
 
 

@@ -16,6 +16,7 @@ is cut (``forced``); the episode stops when the turns run out or the token budge
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,6 +77,9 @@ class Episode:
         self.messages = list(messages)  # the conversation as the template would see it
         self.completion_ids: list[int] = []
         self.env_mask: list[int] = []
+        # the sampler's log-prob of each completion token (NaN: not known, or injected by the
+        # environment); TRL's vLLM importance-sampling correction reads the sampled ones
+        self.logprobs: list[float] = []
         self.turn = self.steps_in_turn = self.steps = self.valid_steps = 0
         self.forced = self.calls = self.refused = 0
         self.done = self.truncated = False
@@ -98,15 +102,19 @@ class Episode:
     def room(self) -> int:
         return self.settings.max_episode_tokens - len(self.completion_ids)
 
-    def _append(self, ids: list[int], mask: int) -> None:
+    def _append(self, ids: list[int], mask: int, logprobs: list[float] | None = None) -> None:
         self.completion_ids += ids
         self.env_mask += [mask] * len(ids)
+        self.logprobs += list(logprobs) if logprobs is not None else [math.nan] * len(ids)
 
-    def feed(self, tokens: list[int]) -> None:
-        """Apply one model step: ``tokens`` exactly as sampled (stop token included)."""
+    def feed(self, tokens: list[int], logprobs: list[float] | None = None) -> None:
+        """Apply one model step: ``tokens`` exactly as sampled (stop token included), with the
+        sampler's log-probs of them when it reports them."""
         if self.done:
             raise RuntimeError(f"{self.task.id}: the episode is over")
-        self._append(list(tokens), 1)
+        if logprobs is not None and len(logprobs) != len(tokens):
+            raise ValueError(f"{self.task.id}: {len(logprobs)} log-probs for {len(tokens)} tokens")
+        self._append(list(tokens), 1, logprobs)
         ended = bool(tokens) and tokens[-1] in self.stops
         text = self.tokenizer.decode(tokens, skip_special_tokens=True)
         self.texts.append(text)

@@ -576,9 +576,9 @@ LIBRARY_ROLLOUTS_WITH_VLLM = (
     "TRL's generation (vLLM included): the library rollouts step aside when vLLM generates; set "
     "fast.rollouts: trl (or grpo.vllm.mode: off)")
 MULTI_TURN_WITH_VLLM = (
-    "the multi-turn run plays its episodes with the library's own decoder through its rollout_func "
-    "(toolrl_lib/train/multi_turn_rollout.py) and never calls TRL's vLLM engine: vLLM is not "
-    "supported there yet; set grpo.vllm.mode: off")
+    "the multi-turn rollout_func (toolrl_lib/train/multi_turn_rollout.py) plays its episode steps "
+    "through the colocated engine in this process, awake: use mode colocate, sleep mode off, backend peft "
+    "(or grpo.vllm.mode: off for the library's own decoder)")
 SERVER_TAKES_IT = ("a colocate setting: in server mode the server has its own, given on its command "
                    "line (trl vllm-serve --model M --gpu_memory_utilization 0.9 --tensor_parallel_size 1 "
                    "--max_model_len N); leave it null/false here")
@@ -595,7 +595,9 @@ def _vllm_rules(c: RunConfig, rule: Rule, backend: str) -> None:
     rule(c.device != "cpu", f"{key}.mode", v.mode, "vLLM generates on CUDA GPUs only and device is "
          "cpu; set grpo.vllm.mode: off (or device: cuda / auto on a GPU machine)")
     rule(c.fast.rollouts != "library", "fast.rollouts", c.fast.rollouts, LIBRARY_ROLLOUTS_WITH_VLLM)
-    rule(not c.multi_turn.enabled, f"{key}.mode", v.mode, MULTI_TURN_WITH_VLLM)
+    if c.multi_turn.enabled:
+        rule(v.mode == "colocate" and not v.enable_sleep_mode and backend != "unsloth", f"{key}.mode", v.mode,
+             MULTI_TURN_WITH_VLLM)
     rule(v.gpu_memory_utilization is None or 0 < v.gpu_memory_utilization < 1,
          f"{key}.gpu_memory_utilization", v.gpu_memory_utilization, "must be in (0, 1) or null")
     rule(v.tensor_parallel_size is None or v.tensor_parallel_size >= 1, f"{key}.tensor_parallel_size",
@@ -628,10 +630,15 @@ def _vllm_rules(c: RunConfig, rule: Rule, backend: str) -> None:
 
 
 def vllm_max_model_len(config: RunConfig) -> int:
-    """vLLM's context window for a single-turn run: ``grpo.vllm.max_model_len`` or, when null,
-    the longest prompt plus the longest completion the run allows."""
+    """vLLM's context window: ``grpo.vllm.max_model_len`` or, when null, the longest prompt plus
+    the longest completion a single-turn run allows; a multi-turn run's whole transcript (its
+    first prompt and every step and injected result after it) within ``model.max_seq_length``."""
     v = config.grpo.vllm
-    return v.max_model_len or config.data.max_prompt_tokens + config.grpo.max_completion_length
+    if v.max_model_len:
+        return v.max_model_len
+    if config.multi_turn.enabled:
+        return config.model.max_seq_length
+    return config.data.max_prompt_tokens + config.grpo.max_completion_length
 
 
 def check_vllm_backend(config: RunConfig, backend: str) -> None:

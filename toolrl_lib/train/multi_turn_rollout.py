@@ -2,7 +2,8 @@
 
 TRL 1.15's public hook ``rollout_func(prompts, trainer)`` gets the batch's prompts (task keys,
 each repeated ``num_generations`` times) and returns ``prompt_ids``, ``completion_ids``,
-``logprobs`` (None: TRL recomputes the old log-probs itself), ``env_mask`` (1 = a sampled token,
+``logprobs`` (None: TRL recomputes the old log-probs itself; with vLLM, the sampled tokens' log-probs
+for its importance-sampling correction), ``env_mask`` (1 = a sampled token,
 0 = injected; TRL uses it as the loss mask) and ``episode`` (the checker's verdict per rollout,
 passed on to the rewards). The episodes themselves are played by ``toolrl_lib.envs.rollout``.
 """
@@ -15,14 +16,16 @@ from typing import Any
 from toolrl_lib.envs import task_from_key
 from toolrl_lib.envs.base import Task
 from toolrl_lib.envs.episode import Episode, EpisodeSettings
-from toolrl_lib.envs.rollout import SamplingSettings, new_episodes, run_episodes
+from toolrl_lib.envs.rollout import SamplingSettings, new_episodes, run_episodes, vllm_step
 
 
 def make_rollout_func(family: str, settings: EpisodeSettings, sampling: SamplingSettings,
                       on_rollouts: Callable[[list[Episode]], None] | None = None,
                       merge_lora: bool = False) -> Callable[..., dict]:
     """TRL's ``rollout_func`` over our environments (prompts are ``task_key`` strings);
-    ``merge_lora``: sample through ``W + sBA`` (``fast.merged_generation``)."""
+    ``merge_lora``: sample through ``W + sBA`` (``fast.merged_generation``). When the trainer
+    runs a colocated vLLM engine (``grpo.vllm.mode: colocate``; TRL syncs its weights before
+    calling this), every round of episode steps goes through it instead."""
     from toolrl_lib.fast.merged_generation import merged_if
     from toolrl_lib.prompts import get_adapter
 
@@ -37,17 +40,33 @@ def make_rollout_func(family: str, settings: EpisodeSettings, sampling: Sampling
             if key not in cache:
                 cache[key] = task_from_key(str(key))
             tasks.append(cache[key])
-        with merged_if(model, merge_lora) as sampler_model:
-            episodes = run_episodes(sampler_model, tokenizer, new_episodes(tasks, adapter, tokenizer, settings),
-                                    sampling)
+        engine = colocated_engine(trainer)
+        fresh = new_episodes(tasks, adapter, tokenizer, settings)
+        if engine is not None:
+            from toolrl_lib.generation import default_top_k
+
+            top_k = default_top_k(getattr(model, "generation_config", None))
+            episodes = run_episodes(model, tokenizer, fresh, sampling, step=vllm_step(engine, tokenizer, sampling, top_k))
+        else:
+            with merged_if(model, merge_lora) as sampler_model:
+                episodes = run_episodes(sampler_model, tokenizer, fresh, sampling)
         if on_rollouts is not None:
             on_rollouts(episodes)
         return {
             "prompt_ids": [e.prompt_ids for e in episodes],
             "completion_ids": [e.completion_ids for e in episodes],
-            "logprobs": None,
+            "logprobs": [e.logprobs for e in episodes] if engine is not None else None,
             "env_mask": [e.env_mask for e in episodes],
             "episode": [e.result() for e in episodes],
         }
 
     return rollout_func
+
+
+def colocated_engine(trainer: Any) -> Any:
+    """The trainer's colocated vLLM engine (``vllm.LLM``), or None (vLLM off)."""
+    if not getattr(trainer, "use_vllm", False):
+        return None
+    if getattr(trainer.args, "vllm_mode", None) != "colocate":
+        raise ValueError("multi-turn rollouts through vLLM need grpo.vllm.mode: colocate (the config check refuses others)")
+    return trainer.vllm_generation.llm
