@@ -293,3 +293,20 @@ def test_the_rollout_func_uses_the_colocated_engine(tiny, monkeypatch):
     out = rollout([task_key(t) for t in tasks], trainer)
     assert engine.calls and [r["success"] for r in out["episode"]] == [True, True]
     assert [len(lp) for lp in out["logprobs"]] == [len(ids) for ids in out["completion_ids"]]
+
+
+def test_multi_turn_validation_runs_every_n_steps_and_keeps_the_best(tiny, tmp_path):
+    import pandas as pd
+
+    from toolrl_lib.train import train
+    from toolrl_lib.train.config import load_run_config
+
+    root, _, _ = tiny
+    run = train(load_run_config(None, _overrides(root, **{"validation.every_steps": 1})), tmp_path / "run",
+                reward_funcs=[varied_reward])
+    rows = pd.read_csv(run / "validation.csv")
+    assert list(zip(rows["step"], rows["stage"], strict=True)) == [(1, "grpo"), (2, "grpo"), (2, "final")]
+    assert "success" in rows and any(c.startswith("success_") for c in rows)  # per kind / env columns
+    for step in (1, 2):
+        assert len((run / "episodes" / f"step-{step}.jsonl").read_text().splitlines()) == 2  # the val tasks
+    assert (run / "best" / "adapter_model.safetensors").is_file()

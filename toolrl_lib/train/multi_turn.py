@@ -3,14 +3,17 @@
 Same run directory as a single-turn run (``toolrl_lib.run_dir``: config.yaml,
 run_info.json, metrics.csv, validation.csv, checkpoints/, primed_model/, best/, last/),
 plus ``episodes/<stage>.jsonl``: the validation tasks' outcomes per stage (base, primed,
-final), for paired comparisons. Validation is greedy episode success on the validation
-split; best/ is last/ (no periodic validation here). Single process, peft backend. The
+final; ``step-N`` for the periodic ones), for paired comparisons. Validation is greedy episode
+success on the validation split (per kind and app too), every ``validation.every_steps`` optimizer
+steps during GRPO (through the colocated vLLM engine when there is one) and after it; best/ is the
+adapter with the best validation success. Single process, peft backend. The
 trainer is the single-turn run's (``trainer``), fed episode tasks and sampling whole
 episodes through ``multi_turn_rollout``.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from pathlib import Path
@@ -29,6 +32,7 @@ from toolrl_lib.train.trainer import (
     build_trainer,
     resolve_family,
     run_trainer,
+    save_adapter,
     save_last,
     trainer_callbacks,
 )
@@ -90,8 +94,19 @@ def train_multi_turn(config: RunConfig, out_dir: str | Path, resume: bool = Fals
     train_tasks = make_tasks("train", mt.train_tasks, mt.environments, mt.kinds)
     val_tasks = make_tasks("val", mt.val_tasks, mt.environments, mt.kinds) if v.enabled else []
     resumed_step = checkpoint_step(checkpoint) if checkpoint else 0
-    val_log = cb.ValidationCallback(lambda m: {}, paths.validation, 0, "success", lambda *a: None,
-                                    cb.trim_rows(paths.validation, resumed_step) if checkpoint else [])
+    engine: dict[str, Any] = {}  # the trainer once built: periodic validation may play through its vLLM engine
+
+    def periodic(model: Any) -> dict[str, float]:
+        scores, rows = validate_in_memory(config, model, val_tasks, family, engine.get("trainer"))
+        write_rows(paths.root / "episodes" / f"step-{engine['trainer'].state.global_step}.jsonl", rows)
+        return scores
+
+    val_log = cb.ValidationCallback(
+        periodic, paths.validation, v.every_steps if val_tasks else 0, "success",
+        lambda m, step, scores: save_adapter(m, load_tokenizer(start_model), paths.best),
+        cb.trim_rows(paths.validation, resumed_step) if checkpoint else [])
+    val_log.best = max([r["success"] for r in val_log.rows if r.get("stage") in ("grpo", "final")
+                        and isinstance(r.get("success"), int | float)] or [-math.inf])
     before = bool(val_tasks) and v.before_training and checkpoint is None
 
     def stage(name: str, model_path: str, adapter: Path | None, step: int) -> None:
@@ -125,15 +140,40 @@ def train_multi_turn(config: RunConfig, out_dir: str | Path, resume: bool = Fals
         extra={"multi_turn": True}))
     model, tokenizer = load_policy(config, base_model, "peft", device)
     trainer = _episode_trainer(config, family, model, tokenizer, train_tasks, paths, device,
-                               list(callbacks or []), reward_funcs, checkpoint)
+                               [*(callbacks or []), val_log], reward_funcs, checkpoint)
+    engine["trainer"] = trainer
     run_trainer(trainer, checkpoint, paths)
     save_last(trainer, tokenizer, paths.last, Dist())
     step = trainer.state.global_step
+    engine.clear()
     del trainer, model
     if val_tasks:
         stage("final", base_model, paths.last, step)
-    atomic.copy_dir(paths.last, paths.best)
+    final = val_log.rows[-1].get("success", -math.inf) if val_tasks else math.inf
+    if final >= val_log.best or not paths.best.exists():  # best/: the best validation success seen
+        atomic.copy_dir(paths.last, paths.best)
     return paths.root
+
+
+def validate_in_memory(config: RunConfig, model: Any, tasks: list[Any], family: str, trainer: Any = None
+                       ) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """Greedy episode success of the policy being trained (the periodic validation; per kind and
+    per app in ``summarise``), through the trainer's colocated vLLM engine when it has one
+    (``validation.vllm``), else the model in memory."""
+    from toolrl_lib.envs.evaluate import evaluate_episodes, summarise
+    from toolrl_lib.envs.rollout import vllm_step
+    from toolrl_lib.train.validation import colocated_llm
+
+    tokenizer = trainer.processing_class if trainer is not None else None
+    greedy = sampling_settings(config, greedy=True)
+    step = None
+    if trainer is not None and config.validation.vllm:
+        llm = colocated_llm(trainer)
+        if llm is not None:
+            step = vllm_step(llm, tokenizer, greedy, top_k=-1)
+    rows, _ = evaluate_episodes(model, tokenizer, tasks, family, episode_settings(config), greedy,
+                                seed=config.seed, step=step)
+    return summarise(rows), rows
 
 
 def _episode_trainer(config: RunConfig, family: str, model: Any, tokenizer: Any, tasks: list[Any],

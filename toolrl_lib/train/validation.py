@@ -24,9 +24,9 @@ def validation_result(config: RunConfig, model: Any, tokenizer: Any, examples: l
     )
 
 
-def colocated_sampler(trainer: Any, tokenizer: Any) -> Any:
-    """A sampler over the trainer's colocated vLLM engine with the policy's current weights, or
-    None when there is none (no vLLM, server mode, sleep mode: the engine may be asleep).
+def colocated_llm(trainer: Any) -> Any:
+    """The trainer's colocated vLLM engine with the policy's current weights, or None when there
+    is none (no vLLM, server mode, sleep mode: the engine may be asleep).
 
     The engine holds the weights of the last rollout round; they are synced first, as TRL syncs
     them before a round (``_last_loaded_step``, TRL's own marker, updated so the next round does
@@ -36,16 +36,23 @@ def colocated_sampler(trainer: Any, tokenizer: Any) -> Any:
     if (generation is None or getattr(args, "vllm_mode", None) != "colocate"
             or getattr(args, "vllm_enable_sleep_mode", False)):
         return None
-    from toolrl_lib.evaluate.backends import sampler_from_llm
-    from toolrl_lib.generation import default_top_k
-
     step = trainer.state.global_step
     if getattr(trainer, "_last_loaded_step", None) != step:
         generation.sync_weights()
         trainer._last_loaded_step = step
+    return generation.llm
+
+
+def colocated_sampler(trainer: Any, tokenizer: Any) -> Any:
+    """A mean@k sampler over ``colocated_llm(trainer)``, or None (see there)."""
+    llm = colocated_llm(trainer)
+    if llm is None:
+        return None
+    from toolrl_lib.evaluate.backends import sampler_from_llm
+    from toolrl_lib.generation import default_top_k
+
     model = getattr(trainer, "model", None)
-    top_k = default_top_k(getattr(model, "generation_config", None))
-    return sampler_from_llm(generation.llm, tokenizer, top_k)
+    return sampler_from_llm(llm, tokenizer, default_top_k(getattr(model, "generation_config", None)))
 
 
 def validation_scores(
