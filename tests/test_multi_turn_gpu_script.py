@@ -29,17 +29,21 @@ def _script(*args: str) -> subprocess.CompletedProcess:
 def test_gpu_chain_on_cpu_resumes_and_reports(tmp_path, tiny_model_dir):
     work, out, results = tmp_path / "work", tmp_path / "out", tmp_path / "results"
     run = ["run", "--work", str(work), "--out", str(out), "--device", "cpu", "--tiny", str(tiny_model_dir),
-           "--own-tasks", "2", "--bfcl-limit", "1", "--bfcl-max-new-tokens", "4", "--bfcl-max-live", "4"]
+           "--own-tasks", "2", "--bfcl-limit", "1", "--bfcl-max-new-tokens", "4", "--bfcl-max-live", "4",
+           "--stop-margin-s", "60"]
     first = _script(*run)
-    assert "trained in" in first.stdout
+    assert "primed in" in first.stdout and "trained:" in first.stdout
+    assert "selected on validation success" in first.stdout
     with tarfile.open(out / "rl_multi_turn.tar.gz") as tar:
         names = set(tar.getnames())
-    assert {"gpu_run.json", "own/primed.jsonl", "own/grpo.jsonl", "run/validation.csv"} <= names
+    assert {"gpu_run.json", "own/primed.jsonl", "own/grpo.jsonl", "selection.json", "runs/shaped-g8/validation.csv",
+            "runs/success-g8/worker.json"} <= names
     assert not any("primed_model" in n or n.endswith(".safetensors") for n in names)  # no weights travel
     for label in ("primed", "grpo"):
         assert f"bfcl/{label}/generations/multi_turn_base.jsonl" in names
     second = _script(*run)  # resumes: nothing left to train or generate
-    assert "trained in" not in second.stdout and "already generated, skipped" in second.stdout
+    assert "primed in" not in second.stdout and "trained:" not in second.stdout
+    assert "already generated, skipped" in second.stdout
     state = json.loads((work / "keep" / "gpu_run.json").read_text())
     assert [c["done"] for c in state["calls"]] == [True, True]
     _script("report", "--archive", str(out / "rl_multi_turn.tar.gz"), "--work", str(tmp_path / "rep"),

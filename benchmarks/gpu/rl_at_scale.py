@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.gpu import bfcl_multi_turn as bmt
+from benchmarks.gpu import time_limit
 from benchmarks.gpu.lanes import Job, run_lanes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -222,15 +223,12 @@ def run_dir(work: Path, variant: str) -> Path:
 
 
 def worker_state(work: Path, variant: str) -> dict[str, Any]:
-    path = run_dir(work, variant) / "worker.json"
-    return json.loads(path.read_text()) if path.is_file() else {}
+    return time_limit.worker_state(run_dir(work, variant))
 
 
 def grpo_worker(args: argparse.Namespace) -> None:
     """One variant until its max_steps or ``--train-seconds``; then a checkpoint (resumed by the
     next call) and ``worker.json`` saying how far it got."""
-    from transformers import TrainerCallback
-
     from toolrl_lib.run_dir import latest_checkpoint
     from toolrl_lib.train.run import train
 
@@ -239,32 +237,14 @@ def grpo_worker(args: argparse.Namespace) -> None:
     selection = json.loads((work / "keep" / "sft_selection.json").read_text())
     folder = run_dir(work, args.variant)
     seen: dict[str, int] = {}
-
-    class TimeLimit(TrainerCallback):
-        """Stop cleanly (checkpoint saved, final validation run) once the wall budget is spent."""
-
-        def __init__(self) -> None:
-            self.start = time.perf_counter()
-
-        def on_step_end(self, args_, state, control, **kwargs):
-            seen.update(step=state.global_step, max_steps=state.max_steps)
-            if time.perf_counter() - self.start > args.train_seconds and state.global_step < state.max_steps:
-                log(f"time budget reached at step {state.global_step}")
-                control.should_training_stop = True
-                control.should_save = True
-            return control
-
     config = grpo_config(args, args.variant, str(work / selection["model"]))
     resume = latest_checkpoint(folder / "checkpoints") is not None
     t0 = time.time()
     # tiny: a random model earns a flat reward and would learn nothing (nothing to merge after)
     rewards = [tiny_length_reward] if args.tiny else None
-    train(config, folder, resume=resume, callbacks=[TimeLimit()], reward_funcs=rewards)
-    state = worker_state(work, args.variant)
-    calls = [*state.get("calls", []), {"seconds": round(time.time() - t0, 1), "to_step": seen.get("step")}]
-    finished = seen.get("step", 0) >= seen.get("max_steps", 1)
-    (folder / "worker.json").write_text(json.dumps(
-        {"step": seen.get("step"), "max_steps": seen.get("max_steps"), "finished": finished, "calls": calls}, indent=2))
+    train(config, folder, resume=resume, callbacks=[time_limit.time_limit(args.train_seconds, seen)],
+          reward_funcs=rewards)
+    time_limit.record_call(folder, seen, time.time() - t0)
 
 
 def tiny_length_reward(prompts=None, completions=None, **kwargs) -> list[float]:

@@ -3,8 +3,10 @@
 Two phases:
 
     run     (GPU; resumable: repeat the same command on the warm host until it says "done") prime the
-            embedded model on gold episodes and run multi-turn GRPO (configs/multi_turn_embedded_gpu.yaml
-            plus --set); BFCL's four multi-turn categories (all 800 entries unless --bfcl-limit) for the
+            embedded model on gold episodes once, then the GRPO variants (--variants: reward shaping,
+            group size) side by side from it, each in its own process, stopped in time with a
+            checkpoint and resumed by the next call (configs/multi_turn_embedded_gpu.yaml plus --set);
+            the variant with the best validation success is "grpo"; BFCL's four multi-turn categories (all 800 entries unless --bfcl-limit) for the
             primed model start as soon as priming is done, side by side with GRPO on the GPU, and for the
             GRPO model once it is trained (generation only, through benchmarks/gpu/bfcl_multi_turn.py's
             resumable ``phase_generate``: the scorer's venv lives on the CPU box); greedy episode success
@@ -18,9 +20,10 @@ Two phases:
     python -m benchmarks.gpu.rl_multi_turn_gpu run --work /tmp/mtrl --out $OUT --set grpo.max_steps=12
     python -m benchmarks.gpu.rl_multi_turn_gpu report --archive rl_multi_turn.tar.gz --work runs/rl_multi_turn
 
-Selection: the run validates on our validation split before GRPO (primed) and after it (final); there is
-one GRPO candidate (the final adapter; ``best/`` is a copy of ``last/``), so nothing is selected, and
-neither BFCL nor our test split is ever looked at to choose anything.
+Selection: each variant validates on our validation split every ``validation.every_steps`` steps and
+at its end (greedy episode success, per kind too; ``best/`` = its best adapter); the variant with the
+best validation success is evaluated as "grpo" (its ``best/``). Neither BFCL nor our test split is ever
+looked at to choose anything.
 
 ``--tiny DIR`` (with ``--device cpu``) runs the same chain on a tiny random model at toy sizes:
 the CPU test of the plumbing (``tests/test_multi_turn_gpu_script.py``).
@@ -38,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.gpu import bfcl_multi_turn as bmt
+from benchmarks.gpu import time_limit
+from benchmarks.gpu.lanes import Job, run_lanes
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = "configs/multi_turn_embedded_gpu.yaml"
@@ -48,8 +53,14 @@ TINY = ["multi_turn.train_tasks=4", "multi_turn.val_tasks=2", "multi_turn.primin
         "priming.max_steps=1", "priming.batch_size=2", "priming.max_length=4096", "grpo.num_generations=2",
         "grpo.per_device_train_batch_size=4", "grpo.gradient_accumulation_steps=1", "grpo.max_steps=1",
         "model.dtype=fp32", "lora.r=4", "lora.alpha=8", "checkpoint.save_steps=1",
-        "multi_turn.environments=[bank]"]
-RUN_LOGS = ("config.yaml", "run_info.json", "metrics.csv", "validation.csv", "episodes")
+        "multi_turn.environments=[bank]", "grpo.vllm.mode=off", "validation.every_steps=1"]
+RUN_LOGS = ("config.yaml", "run_info.json", "metrics.csv", "validation.csv", "episodes", "worker.json")
+# name -> overrides of the config (all from the one primed model): the issue's levers side by side
+VARIANTS: dict[str, list[str]] = {
+    "shaped-g8": [],
+    "success-g8": ["multi_turn.reward_calls=0", "multi_turn.reward_turns=0"],
+    "shaped-g16": ["grpo.num_generations=16"],
+}
 
 
 def log(message: str) -> None:
@@ -73,16 +84,6 @@ def generate(models: list[tuple[str, str]], folder: Path, settings: argparse.Nam
     bmt.phase_generate(models, folder, argparse.Namespace(**vars(settings), deadline_s=left))
 
 
-def primed_side(primed: Path, folder: Path, settings: argparse.Namespace, deadline: float) -> None:
-    """BFCL of the primed model as soon as priming has written it (while GRPO trains)."""
-    from toolrl_lib.train.priming import is_primed
-
-    while not is_primed(primed) and time.time() < deadline - 60:
-        time.sleep(5)
-    if is_primed(primed):
-        generate([("primed", str(primed))], folder, settings, deadline)
-
-
 def release_gpu_memory() -> None:
     """Hand this process's cached CUDA blocks back: on the first H200 call the GRPO model's BFCL
     process ran out of memory at start (the trainer's process still held 56 GB of cache)."""
@@ -95,67 +96,125 @@ def release_gpu_memory() -> None:
         torch.cuda.empty_cache()
 
 
+def base_overrides(args: argparse.Namespace) -> list[str]:
+    overrides = [f"device={args.device}", *args.set]
+    return [f"model.name={args.tiny}", *TINY, *overrides] if args.tiny else overrides
+
+
+def variant_config(args: argparse.Namespace, variant: str, primed: Path) -> Any:
+    """A variant: the config plus its overrides (then --set), from the primed model (no second priming)."""
+    from toolrl_lib.train.config import load_run_config
+
+    return load_run_config(ROOT / CONFIG, [*(TINY if args.tiny else []), *VARIANTS[variant], f"device={args.device}",
+                                           *args.set, f"model.name={primed}", "priming.enabled=false",
+                                           "validation.before_training=false", f"name={variant}"])
+
+
+def worker(args: argparse.Namespace) -> int:
+    """One variant until its max_steps or --train-seconds (then a checkpoint the next call resumes)."""
+    from toolrl_lib.run_dir import latest_checkpoint
+    from toolrl_lib.train import train
+
+    work = Path(args.work)
+    folder = work / "runs" / args.variant
+    seen: dict[str, int] = {}
+    config = variant_config(args, args.variant, work / "primed_model")
+    t0 = time.time()
+    train(config, folder, resume=latest_checkpoint(folder / "checkpoints") is not None,
+          callbacks=[time_limit.time_limit(args.train_seconds, seen)])
+    time_limit.record_call(folder, seen, time.time() - t0)
+    return 0
+
+
+def select_variant(work: Path, variants: list[str]) -> dict[str, Any]:
+    """The variant with the best validation success (GRPO steps and final; never BFCL or test)."""
+    import pandas as pd
+
+    scores = {}
+    for variant in variants:
+        path = work / "runs" / variant / "validation.csv"
+        rows = pd.read_csv(path) if path.is_file() else pd.DataFrame()
+        rows = rows[rows["stage"].isin(["grpo", "final"])] if not rows.empty else rows
+        scores[variant] = float(rows["success"].max()) if not rows.empty else float("-inf")
+    chosen = max(scores, key=scores.get)
+    return {"key": "success", "scores": scores, "chosen": chosen, "selected_on": "validation"}
+
+
 def run(args: argparse.Namespace) -> int:
     from toolrl_lib.envs import make_tasks
     from toolrl_lib.envs.evaluate import write_rows
-    from toolrl_lib.train import train
+    from toolrl_lib.models import resolve_model
     from toolrl_lib.train.config import load_run_config
-    from toolrl_lib.train.multi_turn import evaluate_stage
+    from toolrl_lib.train.multi_turn import evaluate_stage, prime_on_gold
+    from toolrl_lib.train.priming import is_primed
 
     t0 = time.time()
     deadline = t0 + args.budget_s
     work = Path(args.work)
-    keep = work / "keep"  # what comes back; the run directory (weights) stays on the host
+    keep = work / "keep"  # what comes back; the run directories (weights) stay on the host
     keep.mkdir(parents=True, exist_ok=True)
     state_file = keep / "gpu_run.json"
     state = json.loads(state_file.read_text()) if state_file.is_file() else {"timings": {}, "own": {}, "calls": []}
-    overrides = [f"device={args.device}", *args.set]
-    if args.tiny:
-        overrides = [f"model.name={args.tiny}", *TINY, *overrides]
+    overrides = base_overrides(args)
     config = load_run_config(ROOT / CONFIG, overrides)
-    settings = bfcl_settings(args, config.model.family or "hermes", config.model.dtype)
-    run_dir, bfcl = work / "run", keep / "bfcl"
-    primed = run_dir / "primed_model"
-    side = None
-    if not (run_dir / "last").is_dir():
-        side = threading.Thread(target=primed_side, args=(primed, bfcl, settings, deadline - 20), daemon=True)
-        side.start()
+    family = config.model.family or "hermes"
+    settings = bfcl_settings(args, family, config.model.dtype)
+    bfcl, primed = keep / "bfcl", work / "primed_model"
+    if not is_primed(primed):
         t1 = time.time()
-        checkpoints = run_dir / "checkpoints"
-        train(config, run_dir, resume=checkpoints.is_dir() and any(checkpoints.iterdir()))
-        state["timings"]["train_s"] = round(time.time() - t1, 1)
-        log(f"trained in {state['timings']['train_s']:.0f} s")
-    family = json.loads((run_dir / "run_info.json").read_text())["family"]
-    settings.family = family
-    if set(state["own"]) != set(PAIR):
+        prime_on_gold(config, str(resolve_model(config.model.name)), family,
+                      make_tasks("train", config.multi_turn.train_tasks, config.multi_turn.environments,
+                                 config.multi_turn.kinds), primed, config.device)
+        state["timings"]["prime_s"] = round(time.time() - t1, 1)
+        log(f"primed in {state['timings']['prime_s']:.0f} s")
+    release_gpu_memory()
+    side = threading.Thread(target=generate, args=([("primed", str(primed))], bfcl, settings, deadline - 20),
+                            daemon=True)
+    side.start()  # BFCL of the primed model while the variants train
+    todo = [v for v in args.variants if not time_limit.worker_state(work / "runs" / v).get("finished")]
+    if todo:
+        t1 = time.time()
+        train_seconds = max(30, int(deadline - time.time() - args.stop_margin_s))
+        jobs = [Job(f"grpo-{v}", [sys.executable, "-m", "benchmarks.gpu.rl_multi_turn_gpu", "worker", "--work", str(work),
+                                  "--variant", v, "--train-seconds", str(train_seconds), "--device", args.device,
+                                  *(["--tiny", args.tiny] if args.tiny else []), *[f"--set={x}" for x in args.set]],
+                    log=keep / f"grpo-{v}.log", append_log=True, env={"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "4"})
+                for v in todo]
+        run_lanes(jobs, [None] * len(jobs), deadline - 25, say=log)
+        state["timings"]["train_s"] = round(state["timings"].get("train_s", 0) + time.time() - t1, 1)
+        log(f"trained: {json.dumps({v: time_limit.worker_state(work / 'runs' / v).get('step') for v in args.variants})}")
+    finished = all(time_limit.worker_state(work / "runs" / v).get("finished") for v in args.variants)
+    if finished and set(state["own"]) != set(PAIR):
+        selection = select_variant(work, args.variants)
+        (keep / "selection.json").write_text(json.dumps(selection, indent=2))
+        log(f"selected on validation success: {selection['chosen']} ({json.dumps(selection['scores'])})")
+        chosen = work / "runs" / selection["chosen"]
         tasks = make_tasks("test", args.own_tasks, config.multi_turn.environments, config.multi_turn.kinds)
-        for label, adapter in (("primed", None), ("grpo", run_dir / "last")):
+        for label, adapter in (("primed", None), ("grpo", chosen / "best")):
             t1 = time.time()
             scores, rows = evaluate_stage(config, str(primed), adapter, tasks, family, config.device)
             write_rows(keep / "own" / f"{label}.jsonl", rows)
             state["own"][label] = scores
             state["timings"][f"own_{label}_s"] = round(time.time() - t1, 1)
             log(f"own test tasks, {label}: success {scores['success']:.3f} ({len(rows)} tasks)")
-    release_gpu_memory()  # the BFCL subprocesses need the GPU memory this process cached while training
-    grpo_side = threading.Thread(target=generate, args=([("grpo", str(run_dir / "last"))], bfcl, settings,
-                                                        deadline - 20), daemon=True)
-    grpo_side.start()
-    if side is not None:
-        side.join()
-    generate([("primed", str(primed))], bfcl, settings, deadline - 20)  # the rest of primed, if cut
-    grpo_side.join()
-    done = all((bfcl / label / "timing.json").is_file() for label in PAIR)
+        release_gpu_memory()
+    if (keep / "selection.json").is_file():
+        chosen = work / "runs" / json.loads((keep / "selection.json").read_text())["chosen"]
+        generate([("grpo", str(chosen / "best"))], bfcl, settings, deadline - 20)
+    side.join()
+    done = all((bfcl / label / "timing.json").is_file() for label in PAIR) and set(state["own"]) == set(PAIR)
     state["calls"].append({"command": " ".join(sys.argv), "seconds": round(time.time() - t0, 1), "done": done})
-    state.update(overrides=overrides, own_tasks=args.own_tasks, bfcl_limit=args.bfcl_limit,
+    state.update(overrides=overrides, variants=args.variants, own_tasks=args.own_tasks, bfcl_limit=args.bfcl_limit,
                  bfcl_settings={k: v for k, v in vars(settings).items() if k != "pack"})
     state_file.write_text(json.dumps(state, indent=2))
-    (keep / "run").mkdir(exist_ok=True)
-    for name in RUN_LOGS:
-        source = run_dir / name
-        if source.is_dir():
-            shutil.copytree(source, keep / "run" / name, dirs_exist_ok=True)
-        elif source.is_file():
-            shutil.copy2(source, keep / "run" / name)
+    for variant_dir in sorted((work / "runs").glob("*")):
+        for name in RUN_LOGS:
+            source, target = variant_dir / name, keep / "runs" / variant_dir.name / name
+            if source.is_dir():
+                shutil.copytree(source, target, dirs_exist_ok=True)
+            elif source.is_file():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, target)
     bmt.pack(keep, Path(args.out) / "rl_multi_turn.tar.gz", (".json", ".jsonl", ".log", ".csv", ".yaml"))
     log("done: every model generated" if done else "not done: run the same command again (it resumes)")
     return 0
@@ -191,12 +250,16 @@ def report(args: argparse.Namespace) -> int:
                             [float(own["grpo"][i]["success"]) for i in ids])
     comparisons.append({"a": "primed", "b": "grpo", "metric": "own_task_success", "n": diff.n, "diff": diff.diff,
                         "ci_low": diff.ci_low, "ci_high": diff.ci_high})
-    validation = (work / "run" / "validation.csv").read_text() if (work / "run" / "validation.csv").is_file() else ""
+    selection = json.loads((work / "selection.json").read_text())
+    chosen_csv = work / "runs" / selection["chosen"] / "validation.csv"
+    validation = chosen_csv.read_text() if chosen_csv.is_file() else ""
     result = {"selected_on": "validation",
-              "selection": {"note": "one GRPO candidate (the final adapter): nothing to select; BFCL and our "
-                                    "test split were never used to choose", "validation_csv": validation},
+              "selection": {**selection, "validation_csv": validation,
+                            "note": "the variant with the best validation success (never BFCL or our test split)"},
               "models": models, "comparisons": comparisons, "bfcl_rows": rows["primed"] + rows["grpo"],
               "timings": info["timings"], "gpu_calls": info["calls"], "overrides": info["overrides"],
+              "variants": {v: json.loads((work / "runs" / v / "worker.json").read_text())
+                           for v in info.get("variants", []) if (work / "runs" / v / "worker.json").is_file()},
               "bfcl_settings": info["bfcl_settings"], "incomplete": missing,
               "commands": {"gpu": [c["command"] for c in info["calls"]], "report": report_command(sys.argv)},
               "notes": args.note}
@@ -226,7 +289,9 @@ def to_markdown(result: dict[str, Any], info: dict[str, Any]) -> str:
              f"Embedded SmolLM2-135M, {CONFIG} with `{' '.join(info['overrides'])}`; BFCL v4 multi-turn: {scope} "
              f"of each category (BFCL's official checker, our loop; step budget {b['max_new_tokens']} new tokens, "
              f"compact docs {b['compact_docs']}); our test split: {info['own_tasks']} tasks. Paired bootstrap 95% "
-             "CIs. Selection: one GRPO candidate, so nothing was selected (validation logged below).", "",
+             f"CIs. Selection on validation success (never BFCL or test): **{result['selection']['chosen']}** of "
+             f"{json.dumps(result['selection']['scores'])}; steps per variant: "
+             f"{json.dumps({v: w.get('step') for v, w in result.get('variants', {}).items()})}.", "",
              "| metric | n | primed | GRPO | GRPO - primed | 95% CI |", "| --- | --- | --- | --- | --- | --- |"]
     for c in result["comparisons"]:
         lines.append(f"| {c['metric']} | {n_bfcl[c['metric']]} | {models['primed'].get(c['metric'], float('nan')):.3f} | "
@@ -241,7 +306,7 @@ def to_markdown(result: dict[str, Any], info: dict[str, Any]) -> str:
                      f"{r['force_terminated']} | {bmt._f(r['steps_per_entry'], 2)} |")
     if result["incomplete"]:
         lines += ["", f"**Incomplete**: BFCL generation of {result['incomplete']} did not finish; their n is smaller."]
-    lines += ["", "Validation (our val split; success is episode success):", "", "```",
+    lines += ["", "Validation of the selected variant (our val split; success is episode success, per kind too):", "", "```",
               result["selection"]["validation_csv"].strip(), "```", "",
               f"GPU timings (s): {json.dumps(info['timings'])}; device calls: "
               f"{json.dumps([c['seconds'] for c in info['calls']])} s", "", "Commands, in order:", ""]
@@ -267,6 +332,17 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--bfcl-max-live", type=int, default=200, help="episodes in flight per model")
     r.add_argument("--bfcl-compact-docs", action="store_true")
     r.add_argument("--tiny", default=None, help="a tiny model folder: CPU test of the chain")
+    r.add_argument("--variants", default="shaped-g8,success-g8", type=lambda text: [v for v in text.split(",") if v],
+                   help=f"GRPO variants side by side, among {list(VARIANTS)}")
+    r.add_argument("--stop-margin-s", type=float, default=150,
+                   help="variants stop this long before the budget (checkpoint, final validation, own tasks)")
+    w = sub.add_parser("worker", help="(internal) one GRPO variant")
+    w.add_argument("--work", required=True)
+    w.add_argument("--variant", required=True, choices=list(VARIANTS))
+    w.add_argument("--train-seconds", type=float, required=True)
+    w.add_argument("--device", default="cuda")
+    w.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    w.add_argument("--tiny", default=None)
     p = sub.add_parser("report")
     p.add_argument("--archive", default=None)
     p.add_argument("--work", required=True)
@@ -274,7 +350,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--note", action="append", default=[], help="a line for the markdown's notes (repeat)")
     p.add_argument("--partial", action="store_true", help="report even if a model's BFCL run was cut short")
     args = parser.parse_args(argv)
-    return run(args) if args.phase == "run" else report(args)
+    unknown = [v for v in getattr(args, "variants", []) if v not in VARIANTS]
+    if unknown:
+        parser.error(f"--variants {unknown}: expected among {list(VARIANTS)}")
+    return {"run": run, "worker": worker, "report": report}[args.phase](args)
 
 
 if __name__ == "__main__":

@@ -56,6 +56,10 @@
 #   beside it; own test tasks; BFCL of the GRPO model), then mtrl again (nothing to carry) until it says
 #   "done" -> $OUT/rl_multi_turn.tar.gz; MTRL_ARGS="--set grpo.max_steps=12" for more GRPO steps; then here:
 #   python -m benchmarks.gpu.rl_multi_turn_gpu report --archive rl_multi_turn.tar.gz --work runs/rl_multi_turn
+# Issue 39 (one H200): the same mtrl chain after 1, vllm1, vllm2 (vLLM plays the episode steps: the config's
+#   grpo.vllm.mode colocate); MTRL_VARIANTS=shaped-g8,success-g8 (default) or shaped-g16; each call resumes
+#   every variant from its checkpoint (300 steps need several calls; the step time with vLLM is not measured).
+#   Tested on CPU only (pytest -m gpu_harness tests/test_multi_turn_gpu_script.py).
 # Issue 18 (one H200, ~20 min of device time; kind nvidia-h200; backend peft, so no bnb/unsloth):
 #   1 [.whl/gguf1 .whl/base .whl/ds data/processed/smoke], then
 #   18 [.whl/gguf2 data/processed/smoke]  model, priming, I18_VARIANTS side by side on GPU 0 (same primed
@@ -161,10 +165,10 @@ case "${1:?step}" in
      python3 -m benchmarks.gpu.bfcl_multi_turn generate --model base=embedded --model primed=/tmp/rl/primed_model \
        --work /tmp/mt --pack "$OUT" --deadline-s "$(left $((S - 20)))" ${MT_ARGS:-}
      tail -3 /tmp/mt/*.log ;;
-  mtrl) S=${SMTRL:-575}   # issue 20: multi-turn priming + GRPO, own tasks, BFCL multi-turn of primed and GRPO
+  mtrl) S=${SMTRL:-575}   # issues 20/39: priming, GRPO variants (MTRL_VARIANTS), own tasks, BFCL multi-turn
      [ -f /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf ] || bash "$0" model || exit 1
      python3 -m benchmarks.gpu.rl_multi_turn_gpu run --work /tmp/mtrl --out "$OUT" --budget-s "$(left "$S")" \
-       ${MTRL_ARGS:-}
+       --variants "${MTRL_VARIANTS:-shaped-g8,success-g8}" ${MTRL_ARGS:-}
      tail -n 2 /tmp/mtrl/keep/bfcl/*.log ;;
   38) S=${S38:-575}
      [ -f /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf ] || bash "$0" model || exit 1

@@ -77,7 +77,7 @@ def train_multi_turn(config: RunConfig, out_dir: str | Path, resume: bool = Fals
     from toolrl_lib.paths import resolve
     from toolrl_lib.train import callbacks as cb
     from toolrl_lib.train.backend import load_policy, resolve_device
-    from toolrl_lib.train.priming import is_primed, prime
+    from toolrl_lib.train.priming import is_primed
 
     validate(config)
     if config.backend == "unsloth":
@@ -120,18 +120,7 @@ def train_multi_turn(config: RunConfig, out_dir: str | Path, resume: bool = Fals
     if before and (mt.eval_base or not config.priming.enabled):
         stage("base", start_model, None, 0)
     if config.priming.enabled and not is_primed(paths.primed_model):
-        from toolrl_lib.envs.priming import gold_transcript_rows, priming_tasks
-        from toolrl_lib.prompts import get_adapter
-
-        tasks = priming_tasks(train_tasks, mt.priming_episodes, mt.environments, mt.priming_kinds)
-        rows, report = gold_transcript_rows(tasks, get_adapter(family),
-                                            load_tokenizer(start_model), episode_settings(config),
-                                            config.priming.max_length)
-        if not rows:
-            raise ConfigError(f"priming: no gold episode fits ({report}); raise multi_turn.max_episode_tokens "
-                              f"({mt.max_episode_tokens}) or priming.max_length ({config.priming.max_length})")
-        print(f"priming: {config.priming.max_steps} SFT steps on {report['kept']} gold episodes ({report})")
-        prime(config, start_model, [], family, paths.primed_model, device, rows=rows)
+        prime_on_gold(config, start_model, family, train_tasks, paths.primed_model, device)
     if config.priming.enabled and before:
         stage("primed", base_model, None, 0)
     write_run_info(paths.root, RunInfo(
@@ -153,6 +142,26 @@ def train_multi_turn(config: RunConfig, out_dir: str | Path, resume: bool = Fals
     if final >= val_log.best or not paths.best.exists():  # best/: the best validation success seen
         atomic.copy_dir(paths.last, paths.best)
     return paths.root
+
+
+def prime_on_gold(config: RunConfig, start_model: str, family: str, train_tasks: list[Any], out: Path,
+                  device: str) -> None:
+    """Format priming (LoRA SFT, merged into ``out``) on gold transcripts of
+    ``multi_turn.priming_episodes`` tasks of ``multi_turn.priming_kinds``."""
+    from toolrl_lib.envs.priming import gold_transcript_rows, priming_tasks
+    from toolrl_lib.models import load_tokenizer
+    from toolrl_lib.prompts import get_adapter
+    from toolrl_lib.train.priming import prime
+
+    mt = config.multi_turn
+    tasks = priming_tasks(train_tasks, mt.priming_episodes, mt.environments, mt.priming_kinds)
+    rows, report = gold_transcript_rows(tasks, get_adapter(family), load_tokenizer(start_model),
+                                        episode_settings(config), config.priming.max_length)
+    if not rows:
+        raise ConfigError(f"priming: no gold episode fits ({report}); raise multi_turn.max_episode_tokens "
+                          f"({mt.max_episode_tokens}) or priming.max_length ({config.priming.max_length})")
+    print(f"priming: {config.priming.max_steps} SFT steps on {report['kept']} gold episodes ({report})")
+    prime(config, start_model, [], family, out, device, rows=rows)
 
 
 def validate_in_memory(config: RunConfig, model: Any, tasks: list[Any], family: str, trainer: Any = None
