@@ -30,7 +30,7 @@ def test_gpu_chain_on_cpu_resumes_and_reports(tmp_path, tiny_model_dir):
     work, out, results = tmp_path / "work", tmp_path / "out", tmp_path / "results"
     run = ["run", "--work", str(work), "--out", str(out), "--device", "cpu", "--tiny", str(tiny_model_dir),
            "--own-tasks", "2", "--bfcl-limit", "1", "--bfcl-max-new-tokens", "4", "--bfcl-max-live", "4",
-           "--stop-margin-s", "60"]
+           "--stop-margin-s", "60", "--stagger-s", "1"]
     first = _script(*run)
     assert "primed in" in first.stdout and "trained:" in first.stdout
     assert "selected on validation success" in first.stdout

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import threading
@@ -43,6 +44,7 @@ from typing import Any
 from benchmarks.gpu import bfcl_multi_turn as bmt
 from benchmarks.gpu import time_limit
 from benchmarks.gpu.lanes import Job, run_lanes
+from toolrl_lib.evaluate.backends import VLLM_MEMORY_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = "configs/multi_turn_embedded_gpu.yaml"
@@ -115,6 +117,7 @@ def worker(args: argparse.Namespace) -> int:
     from toolrl_lib.run_dir import latest_checkpoint
     from toolrl_lib.train import train
 
+    time.sleep(args.start_delay_s)
     work = Path(args.work)
     folder = work / "runs" / args.variant
     seen: dict[str, int] = {}
@@ -168,18 +171,25 @@ def run(args: argparse.Namespace) -> int:
         state["timings"]["prime_s"] = round(time.time() - t1, 1)
         log(f"primed in {state['timings']['prime_s']:.0f} s")
     release_gpu_memory()
-    side = threading.Thread(target=generate, args=([("primed", str(primed))], bfcl, settings, deadline - 20),
-                            daemon=True)
-    side.start()  # BFCL of the primed model while the variants train
     todo = [v for v in args.variants if not time_limit.worker_state(work / "runs" / v).get("finished")]
+    # vLLM engines sharing one GPU: each takes a share, and they start apart (each profiles free memory)
+    os.environ.setdefault(VLLM_MEMORY_ENV, str(args.eval_memory))
+
+    def primed_side() -> None:
+        time.sleep(len(todo) * args.stagger_s)
+        generate([("primed", str(primed))], bfcl, settings, deadline - 20)
+
+    side = threading.Thread(target=primed_side, daemon=True)
+    side.start()  # BFCL of the primed model while the variants train
     if todo:
         t1 = time.time()
         train_seconds = max(30, int(deadline - time.time() - args.stop_margin_s))
         jobs = [Job(f"grpo-{v}", [sys.executable, "-m", "benchmarks.gpu.rl_multi_turn_gpu", "worker", "--work", str(work),
-                                  "--variant", v, "--train-seconds", str(train_seconds), "--device", args.device,
+                                  "--variant", v, "--train-seconds", str(train_seconds - i * args.stagger_s),
+                                  "--start-delay-s", str(i * args.stagger_s), "--device", args.device,
                                   *(["--tiny", args.tiny] if args.tiny else []), *[f"--set={x}" for x in args.set]],
                     log=keep / f"grpo-{v}.log", append_log=True, env={"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "4"})
-                for v in todo]
+                for i, v in enumerate(todo)]
         run_lanes(jobs, [None] * len(jobs), deadline - 25, say=log)
         state["timings"]["train_s"] = round(state["timings"].get("train_s", 0) + time.time() - t1, 1)
         log(f"trained: {json.dumps({v: time_limit.worker_state(work / 'runs' / v).get('step') for v in args.variants})}")
@@ -334,6 +344,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--tiny", default=None, help="a tiny model folder: CPU test of the chain")
     r.add_argument("--variants", default="shaped-g8,success-g8", type=lambda text: [v for v in text.split(",") if v],
                    help=f"GRPO variants side by side, among {list(VARIANTS)}")
+    r.add_argument("--stagger-s", type=float, default=45,
+                   help="the GPU processes of a call start this far apart (vLLM profiles free memory at start)")
+    r.add_argument("--eval-memory", type=float, default=0.15, help="GPU memory share of a BFCL vLLM engine")
     r.add_argument("--stop-margin-s", type=float, default=150,
                    help="variants stop this long before the budget (checkpoint, final validation, own tasks)")
     w = sub.add_parser("worker", help="(internal) one GRPO variant")
@@ -343,6 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--device", default="cuda")
     w.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     w.add_argument("--tiny", default=None)
+    w.add_argument("--start-delay-s", type=float, default=0)
     p = sub.add_parser("report")
     p.add_argument("--archive", default=None)
     p.add_argument("--work", required=True)
