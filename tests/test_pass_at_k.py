@@ -78,3 +78,15 @@ def test_cli_curves_from_a_sampler(tmp_path, monkeypatch, capsys):
     assert main(["eval", "pass-at-k", "--model", "m", "--data", str(tmp_path / "val.jsonl"), "--n", "4",
                  "--ks", "1,8"]) != 0
     assert "every k must be between 1 and --n (4)" in capsys.readouterr().err
+
+
+def test_pass_at_k_table_gives_each_model_its_curves(tmp_path, tiny_model_dir):
+    from tests.test_train_run import toy_examples
+    from toolrl_lib.data.example import write_jsonl
+    from toolrl_lib.evaluate.compare_models import pass_at_k_table
+
+    write_jsonl(toy_examples(3), tmp_path / "val.jsonl")
+    curves = pass_at_k_table({"a": str(tiny_model_dir), "b": str(tiny_model_dir)}, tmp_path / "val.jsonl", "hermes",
+                             examples=2, n=4, max_new_tokens=4)
+    assert set(curves) == {"a", "b"} and curves["a"]["examples"] == 2 and curves["a"]["ks"] == [1, 2, 4]
+    assert curves["a"] == curves["b"]  # the same model and seed draw the same samples

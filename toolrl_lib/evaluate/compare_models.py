@@ -67,3 +67,29 @@ def mean_at_k_table(models: dict[str, str], val_path: Path, family: str | None, 
                      "n": result.n_examples})
         del model
     return pd.DataFrame(rows)
+
+
+def pass_at_k_table(models: dict[str, str], val_path: Path, family: str | None, *, examples: int, n: int,
+                    max_new_tokens: int, seed: int = 0, batch_size: int = 8,
+                    dtype: str = "auto") -> dict[str, dict[str, Any]]:
+    """label -> pass@k curves (``pass_at_k.pass_at_k_curves``: overall and by kind) of each model
+    on the first ``examples`` examples of ``val_path``, ``n`` samples each (k = 1, 2, 4, ... n),
+    our binary reward as the judge. Models are loaded one at a time."""
+    from toolrl_lib.data.example import read_jsonl
+    from toolrl_lib.evaluate.mean_at_k import mean_at_k
+    from toolrl_lib.evaluate.pass_at_k import pass_at_k_curves
+    from toolrl_lib.models import load_model, load_tokenizer
+    from toolrl_lib.prompts import detect_family
+
+    if not Path(val_path).is_file():
+        raise FileNotFoundError(f"{val_path} not found: run notebook 01 (data) first with the same profile")
+    val = list(read_jsonl(val_path))[:examples]
+    out = {}
+    for label, path in models.items():
+        tokenizer = load_tokenizer(path)
+        model = load_model(path, dtype=dtype)
+        result = mean_at_k(model, tokenizer, val, family or detect_family(tokenizer), k=n, schemes=("binary",),
+                           max_new_tokens=max_new_tokens, seed=seed, batch_size=batch_size, count_solved=True)
+        out[label] = pass_at_k_curves(result.per_example)
+        del model
+    return out
