@@ -134,24 +134,9 @@ def phase_train(work: Path, gpus: list[str], train_seconds: float, variants: lis
 
 
 def worker(work: Path, name: str, train_seconds: float) -> None:
-    from transformers import TrainerCallback
-
-    from toolrl_lib.train.run import train
-
-    class TimeLimit(TrainerCallback):
-        """Stop cleanly (last/ saved, final validation run) once the wall budget is spent."""
-
-        def __init__(self) -> None:
-            self.start = time.perf_counter()
-
-        def on_step_end(self, args, state, control, **kwargs):
-            if time.perf_counter() - self.start > train_seconds:
-                print(f"time budget reached at step {state.global_step}", flush=True)
-                control.should_training_stop = True
-                control.should_save = True  # a checkpoint the next command resumes from
-            return control
-
+    from benchmarks.gpu.time_limit import time_limit
     from toolrl_lib.run_dir import latest_checkpoint
+    from toolrl_lib.train.run import train
 
     run_dir = work / "runs" / name
     config = load_config(VARIANTS[name] + [
@@ -160,7 +145,7 @@ def worker(work: Path, name: str, train_seconds: float) -> None:
     ])
     # A 10-minute command cannot hold hundreds of steps: the next `train` call continues.
     resume = latest_checkpoint(run_dir / "checkpoints") is not None
-    train(config, run_dir, resume=resume, callbacks=[TimeLimit()])
+    train(config, run_dir, resume=resume, callbacks=[time_limit(train_seconds, {})])
 
 
 # ---------------------------------------------------------------- phase: bfcl
