@@ -125,23 +125,15 @@ def figures(result: dict[str, Any], folder: Path) -> list[str]:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    from toolrl_lib.evaluate.bfcl_summary import METRICS
+    from benchmarks.rl_single_turn_report import tables
 
-    labels = list(result["models"])
     sel = result["selection"]
     lines = ["# RL at scale (issue 38): broad tool set, SFT warm start, long GRPO — BFCL v4 single-turn", "",
              f"SFT start selected on validation ({sel['sft'].get('key')}): **{sel['sft'].get('chosen')}** "
              f"(scores {json.dumps(sel['sft'].get('scores'))}); GRPO variant selected on validation "
              f"({sel['grpo'].get('key')}): **{sel['grpo'].get('chosen')}** (scores {json.dumps(sel['grpo'].get('scores'))}, "
              f"best steps {json.dumps(sel['grpo'].get('best_steps'))}). BFCL never chose anything.", "",
-             "| metric | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
-    for metric in METRICS:
-        lines.append(f"| {metric} | " + " | ".join(f"{result['models'][m][metric]:.3f}" for m in labels) + " |")
-    lines += ["", "Paired differences (B − A), category-stratified paired bootstrap 95% CI:", "",
-              "| A | B | metric | n | diff | 95% CI |", "|---|---|---|---|---|---|"]
-    for c in result["comparisons"]:
-        lines.append(f"| {c['a']} | {c['b']} | {c['metric']} | {c['n']} | {c['diff']:+.4f} | "
-                     f"[{c['ci_low']:+.4f}, {c['ci_high']:+.4f}] |")
+             *tables(result)]
     lines += ["", "Goals:", ""] + [f"- {name}: {'**met**' if g['met'] else 'not met'} ({json.dumps({k: v for k, v in g.items() if k != 'met'})})"
                                    for name, g in result["goals"].items()]
     lines += ["", "pass@k (unbiased estimator; validation judged by our binary reward, BFCL by its AST checker):", ""]

@@ -63,14 +63,12 @@ def build(entries: dict[str, pd.DataFrame], selection: dict[str, Any], validatio
             "comparisons": comparisons, "validation": validation}
 
 
-def markdown(result: dict[str, Any]) -> str:
+def tables(result: dict[str, Any]) -> list[str]:
+    """The metric table (one column per model) and the paired-differences table, as markdown lines."""
     from toolrl_lib.evaluate.bfcl_summary import METRICS
 
     labels = list(result["models"])
-    lines = ["# RL that calls better? BFCL v4 single-turn summary (issue 18)\n",
-             f"Selected on validation ({result['selection'].get('key')}, never BFCL): "
-             f"**{result['selection'].get('chosen')}**; candidates: {json.dumps(result['selection'].get('scores'))}\n",
-             "| metric | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
+    lines = ["| metric | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
     for metric in METRICS:
         lines.append(f"| {metric} | " + " | ".join(f"{result['models'][m][metric]:.3f}" for m in labels) + " |")
     lines += ["", "Paired differences (B - A), category-stratified paired bootstrap 95% CI:", "",
@@ -78,6 +76,14 @@ def markdown(result: dict[str, Any]) -> str:
     for row in result["comparisons"]:
         lines.append(f"| {row['a']} | {row['b']} | {row['metric']} | {row['n']} | {row['diff']:+.4f} | "
                      f"[{row['ci_low']:+.4f}, {row['ci_high']:+.4f}] |")
+    return lines
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = ["# RL that calls better? BFCL v4 single-turn summary (issue 18)\n",
+             f"Selected on validation ({result['selection'].get('key')}, never BFCL): "
+             f"**{result['selection'].get('chosen')}**; candidates: {json.dumps(result['selection'].get('scores'))}\n",
+             *tables(result)]
     if result.get("commands"):
         lines += ["", "Commands, in order:", ""] + [f"- `{command}`" for command in result["commands"]]
     return "\n".join(lines) + "\n"

@@ -237,18 +237,27 @@ class _GoldEngine:
         return out
 
 
-def test_episodes_play_through_a_vllm_engine_with_log_probs(tiny, monkeypatch):
-    import math
+class _Params:
+    """vllm.SamplingParams: keeps its keyword arguments."""
+
+    def __init__(self, **kwargs):
+        self.kwargs = kwargs
+
+
+@pytest.fixture
+def vllm_params(monkeypatch):
+    """A ``vllm`` module whose only name is SamplingParams (what the rollout step imports)."""
     import sys
     from types import SimpleNamespace
 
+    monkeypatch.setitem(sys.modules, "vllm", SimpleNamespace(SamplingParams=_Params))
+
+
+def test_episodes_play_through_a_vllm_engine_with_log_probs(tiny, vllm_params):
+    import math
+
     from toolrl_lib.envs.rollout import vllm_step
 
-    class Params:
-        def __init__(self, **kwargs):
-            self.kwargs = kwargs
-
-    monkeypatch.setitem(sys.modules, "vllm", SimpleNamespace(SamplingParams=Params))
     _, model, tokenizer = tiny
     adapter = get_adapter("hermes")
     tasks = [t for t in make_tasks("train", 30) if len(t.turns) == 2][:3]
@@ -269,25 +278,20 @@ def test_episodes_play_through_a_vllm_engine_with_log_probs(tiny, monkeypatch):
         assert len(ends) == len(e.texts)  # every step ends on its stop token, given back or not
 
 
-def test_the_rollout_func_uses_the_colocated_engine(tiny, monkeypatch):
-    import sys
+def test_the_rollout_func_uses_the_colocated_engine(tiny, vllm_params):
     from types import SimpleNamespace
 
     from toolrl_lib.envs import task_key
     from toolrl_lib.train.multi_turn_rollout import make_rollout_func
 
-    class Params:
-        def __init__(self, **kwargs):
-            self.kwargs = kwargs
-
-    monkeypatch.setitem(sys.modules, "vllm", SimpleNamespace(SamplingParams=Params))
     _, model, tokenizer = tiny
     adapter = get_adapter("hermes")
     tasks = [t for t in make_tasks("train", 30) if len(t.turns) == 1][:2]
     engine = _GoldEngine(tokenizer, new_episodes(tasks, adapter, tokenizer, BIG), adapter)
     trainer = SimpleNamespace(processing_class=tokenizer, model=model, use_vllm=True,
                               args=SimpleNamespace(vllm_mode="colocate"),
-                              vllm_generation=SimpleNamespace(llm=engine),
+                              vllm_generation=SimpleNamespace(llm=engine, sync_weights=lambda: None),
+                              state=SimpleNamespace(global_step=0), _last_loaded_step=0,
                               accelerator=SimpleNamespace(unwrap_model=lambda m: m))
     rollout = make_rollout_func("hermes", BIG, SamplingSettings())
     out = rollout([task_key(t) for t in tasks], trainer)

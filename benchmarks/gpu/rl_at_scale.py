@@ -108,9 +108,10 @@ def grpo_config(args: argparse.Namespace, variant: str, start: str) -> Any:
 def eval_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The evaluation sizes (tiny: toy sizes on the transformers backend)."""
     if args.tiny:
-        return {"backend": "hf", "n": 2, "val_limit": 2, "bfcl_limit": 1, "max_new_tokens": 8, "batch_size": 8}
+        return {"backend": "hf", "n": 2, "val_limit": 2, "bfcl_limit": 1, "max_new_tokens": 8, "batch_size": 8,
+                "dtype": "fp32"}
     return {"backend": args.eval_backend, "n": args.n, "val_limit": args.val_limit, "bfcl_limit": args.bfcl_limit,
-            "max_new_tokens": 256, "batch_size": 512}
+            "max_new_tokens": 256, "batch_size": 512, "dtype": "bf16"}
 
 
 def python_module(module: str, *argv: str) -> list[str]:
@@ -281,14 +282,14 @@ def evaluate_worker(args: argparse.Namespace) -> None:
     timings: dict[str, float] = {}
     if not (keep / "bfcl" / label / "run.json").is_file():
         evaluate_bfcl(model, keep / "bfcl" / label, family=family, label=f"ras{label}", backend=s["backend"],
-                      dtype="fp32" if args.tiny else "bf16", run_scorer=False, batch_size=s["batch_size"],
+                      dtype=s["dtype"], run_scorer=False, batch_size=s["batch_size"],
                       max_batch_tokens=2**20, max_new_tokens=s["max_new_tokens"],
                       limit=s["bfcl_limit"] if args.tiny else None)
         timings["bfcl_greedy_s"] = round(time.time() - t0, 1)
     val_file = keep / "pass_at_k" / f"{label}-validation.json"
     if not val_file.is_file():
         t1 = time.time()
-        loaded = load_sampler(model, backend=s["backend"], dtype="fp32" if args.tiny else "bf16",
+        loaded = load_sampler(model, backend=s["backend"], dtype=s["dtype"],
                               batch_size=s["batch_size"])
         examples = list(read_jsonl(data_dir(args) / "val.jsonl"))[: s["val_limit"]]
         result = mean_at_k(None, loaded.tokenizer, examples, family, k=s["n"], schemes=("binary",),
@@ -300,7 +301,7 @@ def evaluate_worker(args: argparse.Namespace) -> None:
         timings["pass_at_k_validation_s"] = round(time.time() - t1, 1)
     t2 = time.time()
     bfcl_pass_at_k(model, keep / "bfcl_pass_at_k" / label, n=s["n"], family=family, limit=s["bfcl_limit"],
-                   max_new_tokens=s["max_new_tokens"], backend=s["backend"], dtype="fp32" if args.tiny else "bf16",
+                   max_new_tokens=s["max_new_tokens"], backend=s["backend"], dtype=s["dtype"],
                    batch_size=s["batch_size"], score=False)
     timings["bfcl_pass_at_k_s"] = round(time.time() - t2, 1)
     done = keep / "eval" / f"{label}.done"
@@ -394,10 +395,12 @@ def run(args: argparse.Namespace) -> int:
     if all(sft_finished(work, m) for m in args.sft_methods):
         selection = select_sft(args, work, deadline)
     if selection is not None:
-        grpo_done = all(worker_state(work, v).get("finished") for v in args.variants)
-        if not grpo_done or not all(eval_done(work, label) for label in ("base", "sft")):
+        def grpo_done() -> bool:
+            return all(worker_state(work, v).get("finished") for v in args.variants)
+
+        if not grpo_done() or not all(eval_done(work, label) for label in ("base", "sft")):
             run_grpo(args, work, selection, deadline)
-        if all(worker_state(work, v).get("finished") for v in args.variants):
+        if grpo_done():
             run_final(args, work, deadline)
     done = all(eval_done(work, label) for label in LABELS)
     progress = {v: worker_state(work, v).get("step") for v in args.variants}

@@ -78,15 +78,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     passk.add_argument("--model", required=True)
     passk.add_argument("--data", required=True, help="Example JSONL (e.g. data/processed/broad/val.jsonl)")
     passk.add_argument("--format", dest="family")
-    passk.add_argument("--n", type=int, default=64, help="samples per example (the largest k)")
-    passk.add_argument("--ks", help="comma-separated k values <= n (default 1, 2, 4, ... n)")
-    passk.add_argument("--limit", type=int)
-    passk.add_argument("--max-new-tokens", type=int, default=128)
-    passk.add_argument("--temperature", type=float, default=1.0)
-    passk.add_argument("--seed", type=int, default=0)
-    passk.add_argument("--backend", default="auto", choices=("auto", "hf", "vllm"))
-    passk.add_argument("--dtype", default="auto")
-    passk.add_argument("--batch-size", type=int, default=64, help="transformers backend: prompts x samples per generate call")
+    _sampling_arguments(passk, max_new_tokens=128, limit_help=None)
     passk.add_argument("--out", help="write the curves here as JSON (also printed)")
     passk.set_defaults(handler=_pass_at_k)
 
@@ -97,18 +89,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bpassk.add_argument("--format", dest="family")
     bpassk.add_argument("--categories", default="non_live_ast",
                         help="comma list of non-live AST categories (default: all six)")
-    bpassk.add_argument("--n", type=int, default=64, help="samples per entry (the largest k)")
-    bpassk.add_argument("--ks", help="comma-separated k values <= n (default 1, 2, 4, ... n)")
-    bpassk.add_argument("--limit", type=int, help="first N entries per category (default: all)")
-    bpassk.add_argument("--max-new-tokens", type=int, default=256)
-    bpassk.add_argument("--temperature", type=float, default=1.0)
-    bpassk.add_argument("--seed", type=int, default=0)
-    bpassk.add_argument("--backend", default="auto", choices=("auto", "hf", "vllm"))
-    bpassk.add_argument("--dtype", default="auto")
-    bpassk.add_argument("--batch-size", type=int, default=64, help="transformers backend: prompts x samples per call")
+    _sampling_arguments(bpassk, max_new_tokens=256, limit_help="first N entries per category (default: all)")
     bpassk.add_argument("--no-score", action="store_true",
                         help="only sample (e.g. on a GPU box); the same command again scores")
     bpassk.set_defaults(handler=_bfcl_pass_at_k)
+
+
+def _sampling_arguments(parser: argparse.ArgumentParser, *, max_new_tokens: int, limit_help: str | None) -> None:
+    """What pass-at-k and bfcl-pass-at-k share: n samples per example, the ks, the sampler."""
+    parser.add_argument("--n", type=int, default=64, help="samples per example (the largest k)")
+    parser.add_argument("--ks", help="comma-separated k values <= n (default 1, 2, 4, ... n)")
+    parser.add_argument("--limit", type=int, help=limit_help)
+    parser.add_argument("--max-new-tokens", type=int, default=max_new_tokens)
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--backend", default="auto", choices=("auto", "hf", "vllm"))
+    parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--batch-size", type=int, default=64,
+                        help="transformers backend: prompts x samples per generate call")
 
 
 def _parse_ks(text: str | None, n: int) -> list[int] | None:

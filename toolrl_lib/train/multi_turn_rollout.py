@@ -17,6 +17,7 @@ from toolrl_lib.envs import task_from_key
 from toolrl_lib.envs.base import Task
 from toolrl_lib.envs.episode import Episode, EpisodeSettings
 from toolrl_lib.envs.rollout import SamplingSettings, new_episodes, run_episodes, vllm_step
+from toolrl_lib.train.validation import colocated_llm
 
 
 def make_rollout_func(family: str, settings: EpisodeSettings, sampling: SamplingSettings,
@@ -40,7 +41,7 @@ def make_rollout_func(family: str, settings: EpisodeSettings, sampling: Sampling
             if key not in cache:
                 cache[key] = task_from_key(str(key))
             tasks.append(cache[key])
-        engine = colocated_engine(trainer)
+        engine = colocated_llm(trainer)  # TRL synced its weights before calling us: no second sync
         fresh = new_episodes(tasks, adapter, tokenizer, settings)
         if engine is not None:
             from toolrl_lib.generation import default_top_k
@@ -62,11 +63,3 @@ def make_rollout_func(family: str, settings: EpisodeSettings, sampling: Sampling
 
     return rollout_func
 
-
-def colocated_engine(trainer: Any) -> Any:
-    """The trainer's colocated vLLM engine (``vllm.LLM``), or None (vLLM off)."""
-    if not getattr(trainer, "use_vllm", False):
-        return None
-    if getattr(trainer.args, "vllm_mode", None) != "colocate":
-        raise ValueError("multi-turn rollouts through vLLM need grpo.vllm.mode: colocate (the config check refuses others)")
-    return trainer.vllm_generation.llm
