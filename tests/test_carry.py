@@ -24,7 +24,7 @@ def _run(root, sizes=(3000, 5000)):
 
 def test_round_trip_through_parts(tmp_path):
     run = _run(tmp_path)
-    manifest = pack(run, tmp_path / "out", "grpo", part_mib=0.004)  # ~4 KB parts: several of them
+    manifest = pack(run, tmp_path / "out", "grpo", part_mib=0.004, max_parts=100)  # ~4 KB parts: several of them
     assert manifest["checkpoint"] == "checkpoint-100" and len(manifest["parts"]) >= 2
     assert main(["unpack", "--parts", str(tmp_path / "out"), "--name", "grpo", "--dest", str(tmp_path / "back")]) == 0
     for name in ("file0.bin", "file1.bin"):
@@ -38,14 +38,14 @@ def test_round_trip_through_parts(tmp_path):
 def test_damaged_or_missing_part_is_refused(tmp_path):
     run = _run(tmp_path)
     out = tmp_path / "out"
-    pack(run, out, "grpo", part_mib=0.004)
+    pack(run, out, "grpo", part_mib=0.004, max_parts=100)
     first = out / "grpo.part00"
     first.write_bytes(b"x" + first.read_bytes()[1:])
     with pytest.raises(ValueError, match="sha256 differs"):
         unpack(out, "grpo", tmp_path / "back")
     parts = json.loads((out / "grpo.manifest.json").read_text())["parts"]
     (out / parts[-1]["file"]).unlink()
-    pack(run, out, "grpo", part_mib=0.004)  # fresh parts, then one goes missing
+    pack(run, out, "grpo", part_mib=0.004, max_parts=100)  # fresh parts, then one goes missing
     (out / parts[-1]["file"]).unlink()
     with pytest.raises(FileNotFoundError, match="carry every part"):
         unpack(out, "grpo", tmp_path / "back")

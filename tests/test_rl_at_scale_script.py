@@ -64,15 +64,17 @@ def test_chain_on_cpu_resumes_and_reports(tmp_path, tiny_model_dir):
 def _resume_in_a_new_session(tmp_path, work, out, tiny_model_dir):
     """What one session carries back (archive, start model, checkpoints) restores a bare work
     folder, and a variant that was not finished resumes from its checkpoint there."""
-    from benchmarks.gpu.carry import pack
-
-    parts = tmp_path / "parts"
+    carried = tmp_path / "carried"
+    _script("carry", "--work", str(work), "--device", "cpu", "--tiny", str(tiny_model_dir), "--to", str(carried))
+    parts = tmp_path / "parts"  # every call's folder, gathered in one place as `carry.py stage` then sends them
     parts.mkdir()
     (parts / "rl_at_scale.tar.gz").write_bytes((out / "rl_at_scale.tar.gz").read_bytes())
+    for folder in sorted(carried.glob("stage*")):
+        for file in folder.iterdir():
+            (parts / file.name).write_bytes(file.read_bytes())
+    assert {"start.manifest.json", "g16-weighted.manifest.json", "g16-binary.manifest.json"} <= {
+        f.name for f in parts.iterdir()}
     selection = json.loads((work / "keep" / "sft_selection.json").read_text())
-    pack(work / selection["model"], parts, "start", folder=True, bf16=True)
-    for variant in ("g16-weighted", "g16-binary"):
-        pack(work / "runs" / variant, parts, variant)
     new = tmp_path / "session2"
     common = ["--work", str(new), "--device", "cpu", "--tiny", str(tiny_model_dir)]
     _script("restore", *common, "--parts", str(parts))
@@ -111,3 +113,53 @@ def test_zero_variance_by_kind_from_the_metrics(tmp_path):
     got = zero_variance(tmp_path)["g16"]
     assert got["all"] == {"all_steps": 0.75, "first_tenth": 1.0, "last_tenth": 0.5}
     assert got["parallel"] == {"all_steps": 0.5, "first_tenth": 0.0, "last_tenth": 1.0}
+
+
+def _fake_sft(work: Path, method: str, finished: bool, bulk: int) -> None:
+    """An SFT run folder as ``toolrl sft`` leaves it: a finished one has model/, an unfinished one
+    a checkpoint (``bulk`` bytes of stand-in weights, so that the parts span several calls)."""
+    folder = work / "sft" / method
+    if finished:
+        (folder / "model").mkdir(parents=True)
+        (folder / "model" / "config.json").write_text("{}")
+        (folder / "model" / "weights.bin").write_bytes(os.urandom(bulk))
+    else:
+        checkpoint = folder / "checkpoints" / "checkpoint-400"
+        checkpoint.mkdir(parents=True)
+        (checkpoint / "trainer_state.json").write_text('{"global_step": 400}')
+        (checkpoint / "optimizer.pt").write_bytes(os.urandom(bulk))
+    (folder / "sft.json").write_text(json.dumps({"finished": finished, "steps": 500 if finished else 475}))
+
+
+def test_a_session_cut_during_sft_carries_both_runs_to_the_next(tmp_path, monkeypatch):
+    """The first GPU session ended with full fine-tuning finished and LoRA at a checkpoint, before
+    the selection: ``carry`` packs both in folders one call can bring back, ``restore`` puts them
+    where ``run`` finds the finished model and resumes the LoRA run from its checkpoint."""
+    from benchmarks.gpu import carry
+    from benchmarks.gpu import rl_at_scale as ras
+    from toolrl_lib.run_dir import latest_checkpoint
+
+    monkeypatch.setattr(carry, "CALL_MIB", 2.0)  # small stand-ins, the same arithmetic
+    monkeypatch.setattr(carry, "PART_MIB", 0.5)
+    work, to = tmp_path / "work", tmp_path / "carry"
+    _fake_sft(work, "full", True, 3 * 2**20)
+    _fake_sft(work, "lora", False, 2**20)
+    assert ras.main(["carry", "--work", str(work), "--device", "cpu", "--to", str(to)]) == 0
+    calls = sorted(to.glob("stage*"))
+    assert len(calls) >= 2
+    for folder in calls:  # what one device call can bring back
+        files = list(folder.iterdir())
+        assert len(files) <= carry.CALL_FILES and sum(f.stat().st_size for f in files) <= carry.CALL_MIB * 2**20
+    back = tmp_path / "back"  # the next session: every call's files in one place
+    back.mkdir()
+    for folder in calls:
+        for file in folder.iterdir():
+            (back / file.name).write_bytes(file.read_bytes())
+    new = tmp_path / "session2"
+    assert ras.main(["restore", "--work", str(new), "--device", "cpu", "--parts", str(back)]) == 0
+    assert ras.sft_finished(new, "full") and (new / "sft" / "full" / "model" / "config.json").is_file()
+    assert (new / "sft" / "full" / "model" / "weights.bin").read_bytes() == \
+        (work / "sft" / "full" / "model" / "weights.bin").read_bytes()
+    assert not ras.sft_finished(new, "lora")
+    assert latest_checkpoint(new / "sft" / "lora" / "checkpoints").name == "checkpoint-400"  # --resume goes on
+

@@ -73,7 +73,10 @@ def test_lora_sft_writes_the_best_model_and_its_record(tiny, tmp_path):
 def test_a_run_cut_by_its_time_budget_resumes_to_the_same_weights(tiny, tmp_path, capsys):
     from toolrl_lib.cli import main
 
-    extra = {"sft.epochs": 1, "sft.max_steps": 5, "sft.lr_scheduler_type": "cosine", "sft.warmup_steps": 1}
+    # save_total_limit 1 with the best model kept: transformers would delete a cut run's last
+    # checkpoint when it is not the best one (the GPU config's setting)
+    extra = {"sft.epochs": 1, "sft.max_steps": 5, "sft.lr_scheduler_type": "cosine", "sft.warmup_steps": 1,
+             "sft.save_total_limit": 1}
     straight = tmp_path / "straight"
     args = ["sft", "--config", str(tiny / "config.yaml")]
     assert main([*args, "--out", str(straight), *sum((["--set", o] for o in sft_overrides(tiny, **extra)), [])]) == 0
@@ -92,6 +95,7 @@ def test_a_run_cut_by_its_time_budget_resumes_to_the_same_weights(tiny, tmp_path
     assert calls == 5
     a, b = json.loads((straight / "sft.json").read_text()), json.loads((tmp_path / "cut" / "sft.json").read_text())
     assert [c["to_step"] for c in b["calls"]] == [1, 2, 3, 4, 5]
+    assert [c["from_step"] for c in b["calls"]] == [0, 1, 2, 3, 4]  # each call goes on where the last stopped
     assert all(c["stopped_by_time_budget"] for c in b["calls"][:-1])
     for key in ("train_loss_history", "eval_loss_history"):
         assert [r["step"] for r in a[key]] == [r["step"] for r in b[key]]

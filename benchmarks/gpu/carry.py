@@ -8,7 +8,7 @@ so both travel as parts:
 
     python -m benchmarks.gpu.carry pack --src /tmp/rl/runs/grpo --out $OUT --name grpo   # on the GPU host
     python -m benchmarks.gpu.carry pack --src /tmp/ras/sft/full/model --folder --bf16 --out $OUT --name start \
-        --first-part 7      # a 270 MB model: 18 parts, 7 per call (--first-part 0, 7, 14)
+        --first-part 4      # a 270 MB model: 18 parts, 4 per call (--first-part 0, 4, 8, 12, 16)
     # here: copy the parts + <name>.manifest.json into a carried folder, e.g. .whl/stage1/
     python -m benchmarks.gpu.carry unpack --parts .whl/stage1 --name grpo --dest /tmp/rl/runs/grpo
 
@@ -32,6 +32,10 @@ import json
 import tarfile
 from pathlib import Path
 
+# What one device call brings back from $OUT: at most 8 files and 64 MiB together (16 MiB each).
+CALL_FILES = 8
+CALL_MIB = 62.0
+PART_MIB = 15.0  # four parts and their manifests in one call
 SMALL_FILES = ("config.yaml", "run_info.json", "metrics.csv", "validation.csv", "data_report.json")
 
 
@@ -79,7 +83,7 @@ def packed_bytes(src: Path, folder: bool = False, bf16: bool = False) -> tuple[b
     return buffer.getvalue(), holds
 
 
-def pack(src: Path, out: Path, name: str, part_mib: float = 15.0, max_parts: int = 7, first_part: int = 0,
+def pack(src: Path, out: Path, name: str, part_mib: float = 15.0, max_parts: int = 4, first_part: int = 0,
          folder: bool = False, bf16: bool = False) -> dict:
     """Parts ``first_part`` .. ``first_part + max_parts - 1`` of ``src`` and the manifest of all of
     them, under ``out``; the manifest's ``next_part`` says where the next call starts (None: done)."""
@@ -123,16 +127,18 @@ def unpack(parts_dir: Path, name: str, dest: Path) -> Path:
     return dest if manifest.get("folder") else dest / "checkpoints" / manifest["checkpoint"]
 
 
-def stage(files: list[Path], to: Path, mib: float = 60.0) -> list[Path]:
-    """Spread ``files`` over folders ``to/stage1``, ``to/stage2``, ... of at most ``mib`` MiB each:
-    one device call carries one folder (64 MiB at most), copied on the host into one place."""
+def stage(files: list[Path], to: Path, mib: float = 60.0, max_files: int | None = None) -> list[Path]:
+    """Spread ``files`` over folders ``to/stage1``, ``to/stage2``, ... of at most ``mib`` MiB (and
+    ``max_files`` files) each: one device call carries one folder there (64 MiB at most), or
+    brings one back from there (8 files, 64 MiB)."""
     limit = int(mib * 2**20)
     folders: list[tuple[Path, int]] = []
     for path in sorted(files, key=lambda f: f.name):
         size = path.stat().st_size
         if size > limit:
             raise ValueError(f"{path} ({size} bytes) is larger than a stage folder ({limit}); pack it in smaller parts")
-        if not folders or folders[-1][1] + size > limit:
+        full = bool(folders) and max_files is not None and len(list(folders[-1][0].iterdir())) >= max_files
+        if not folders or folders[-1][1] + size > limit or full:
             folders.append((to / f"stage{len(folders) + 1}", 0))
             folders[-1][0].mkdir(parents=True, exist_ok=False)
         folder, used = folders[-1]
@@ -149,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--name", required=True)
     p.add_argument("--part-mib", type=float, default=15.0)
-    p.add_argument("--max-parts", type=int, default=7, help="a call brings back 8 files: parts + the manifest")
+    p.add_argument("--max-parts", type=int, default=4,
+                   help="a call brings back 64 MiB: 4 parts of 15 MiB + the manifest")
     p.add_argument("--first-part", type=int, default=0, help="the first part this call writes (see next_part)")
     p.add_argument("--folder", action="store_true", help="carry the whole folder (a model), not a run's checkpoint")
     p.add_argument("--bf16", action="store_true", help="cast float32 safetensors to bfloat16 on the way")

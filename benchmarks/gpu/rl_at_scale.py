@@ -18,11 +18,11 @@ the GPU host stays warm):
     pack    ``--out``/rl_at_scale.tar.gz (parts when large): state, SFT records, run logs,
             validation and metrics CSVs, BFCL generations, pass@k files; never weights
 
-Across sessions (a later session's host starts bare): at the end of one, ``carry.py pack`` brings
-back the SFT start (``--folder --bf16``, name ``start``) and each unfinished variant's checkpoint
-(name = the variant), a few calls of 7 parts; in the next, ``carry.py stage`` spreads them (with
+Across sessions (a later session's host starts bare): at the end of one, ``carry`` packs the SFT
+start (or, before the selection, each SFT model or checkpoint) and each variant's checkpoint into
+folders of what one call brings back (8 files, 64 MiB); in the next, ``carry.py stage`` spreads them (with
 the archive) over carry folders, each call copies one to the host, and ``restore`` puts them
-where ``run`` resumes from (``benchmarks/gpu/session.sh``, steps carry, stage, 38restore).
+where ``run`` resumes from (``benchmarks/gpu/session.sh``, steps 38carry, stage, 38restore).
 
     python -m benchmarks.gpu.rl_at_scale run --work /tmp/ras --out $OUT --budget-s 570
     python -m benchmarks.gpu.rl_at_scale report --archive rl_at_scale.tar.gz --work runs/rl_at_scale
@@ -147,6 +147,8 @@ def run_sft(args: argparse.Namespace, work: Path, deadline: float) -> None:
     deadline with a checkpoint, and the next call resumes it."""
     jobs = []
     budget = max(60, int(deadline - time.time() - 90))  # loading before, evaluation and saving after
+    from toolrl_lib.run_dir import latest_checkpoint
+
     for method in args.sft_methods:
         if sft_finished(work, method):
             continue
@@ -157,7 +159,7 @@ def run_sft(args: argparse.Namespace, work: Path, deadline: float) -> None:
             sets.append(f"model.name={args.tiny}")
         command = python_module("toolrl_lib.cli", "sft", "--config", str(ROOT / SFT_CONFIG), "--out", str(out),
                                 *[f"--set={item}" for item in sets],
-                                *(["--resume"] if out.exists() else []))
+                                *(["--resume"] if latest_checkpoint(out / "checkpoints") else []))
         jobs.append(Job(f"sft-{method}", command, log=work / "keep" / f"sft-{method}.log", append_log=True,
                         env={"PYTHONUNBUFFERED": "1"}))
     if jobs:
@@ -430,22 +432,71 @@ def copy_logs(work: Path) -> None:
             shutil.copy2(sft / "sft.json", keep / "sft" / sft.name / "sft.json")
 
 
+def sft_carry_name(method: str) -> str:
+    """The name an SFT run travels under between sessions (``carry.py`` parts ``sft<method>.*``)."""
+    return f"sft{method}"
+
+
+def carry_out(args: argparse.Namespace) -> int:
+    """Everything a later session resumes from, packed by ``carry.py`` and spread over folders
+    ``--to``/stage1, stage2, ...: one device call brings one back (at most 8 files, under 64 MiB).
+    Before the SFT selection: each finished SFT model (bf16 folder) and each unfinished SFT run's
+    checkpoint, with its ``sft.json``; after it: the start model. Then each variant's checkpoint
+    (with ``best/``). The archive itself comes back with every ``run`` call."""
+    from benchmarks.gpu import carry
+    from toolrl_lib.run_dir import latest_checkpoint
+
+    work, to = Path(args.work), Path(args.to)
+    packed = to / "packed"
+    whole = {"max_parts": 10**6, "part_mib": carry.PART_MIB}  # every part now; ``stage`` spreads them over calls
+    selection_file = work / "keep" / "sft_selection.json"
+    if selection_file.is_file():
+        start = work / json.loads(selection_file.read_text())["model"]
+        carry.pack(start, packed, "start", folder=True, bf16=True, **whole)
+    else:
+        for method in args.sft_methods:
+            folder, name = sft_dir(work, method), sft_carry_name(method)
+            if sft_finished(work, method):
+                carry.pack(folder / "model", packed, name, folder=True, bf16=True, **whole)
+            elif latest_checkpoint(folder / "checkpoints"):
+                carry.pack(folder, packed, name, **whole)
+            else:
+                continue
+            shutil.copy2(folder / "sft.json", packed / f"{name}.sft.json")
+    for variant in args.variants:
+        if latest_checkpoint(run_dir(work, variant) / "checkpoints"):
+            carry.pack(run_dir(work, variant), packed, variant, **whole)
+    folders = carry.stage(sorted(packed.iterdir()), to, mib=carry.CALL_MIB, max_files=carry.CALL_FILES)
+    log(f"{len(folders)} calls bring it back: " + ", ".join(f"{f.name} ({len(list(f.iterdir()))} files)"
+                                                          for f in folders))
+    return 0
+
+
 def restore(args: argparse.Namespace) -> int:
     """A new session's host from what an earlier session brought back (``--parts``: the
-    rl_at_scale.tar.gz or its parts, ``start.*`` the SFT start model, ``<variant>.*`` each variant's
-    checkpoint, all packed by ``carry.py``): the next ``run`` then resumes where that session stopped."""
+    rl_at_scale.tar.gz or its parts, ``start.*`` the SFT start model, ``sft<method>.*`` an SFT
+    run's model or checkpoint (before the selection), ``<variant>.*`` each variant's checkpoint,
+    all packed by ``carry.py``): the next ``run`` then resumes where that session stopped."""
     from benchmarks.gpu import carry
 
     work, parts = Path(args.work), Path(args.parts)
     keep = work / "keep"
-    bmt.unpack(parts / "rl_at_scale.tar.gz", keep)
-    selection = json.loads((keep / "sft_selection.json").read_text())
-    for method in json.loads((keep / "state.json").read_text())["sft_methods"]:
-        record = keep / "sft" / method / "sft.json"
-        if record.is_file():  # its run is over: a finished record keeps it from running again
-            sft_dir(work, method).mkdir(parents=True, exist_ok=True)
-            shutil.copy2(record, sft_dir(work, method) / "sft.json")
-    log(f"start model: {carry.unpack(parts, 'start', work / selection['model'])}")
+    if any(parts.glob("rl_at_scale.tar.gz*")):
+        bmt.unpack(parts / "rl_at_scale.tar.gz", keep)
+    for method in args.sft_methods:
+        name, folder = sft_carry_name(method), sft_dir(work, method)
+        record = parts / f"{name}.sft.json"
+        if not record.is_file():
+            record = keep / "sft" / method / "sft.json"
+        if (parts / f"{name}.manifest.json").is_file():
+            is_model = json.loads((parts / f"{name}.manifest.json").read_text())["folder"]
+            log(f"SFT {method}: {carry.unpack(parts, name, folder / 'model' if is_model else folder)}")
+        if record.is_file():  # finished: nothing left to run; unfinished: --resume goes on from its checkpoint
+            folder.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(record, folder / "sft.json")
+    if (keep / "sft_selection.json").is_file():
+        selection = json.loads((keep / "sft_selection.json").read_text())
+        log(f"start model: {carry.unpack(parts, 'start', work / selection['model'])}")
     for variant in args.variants:
         if (parts / f"{variant}.manifest.json").is_file():
             log(f"{variant}: {carry.unpack(parts, variant, run_dir(work, variant))}")
@@ -500,7 +551,11 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--to", required=True)
     b = sub.add_parser("restore", help="a new session: unpack what an earlier one carried back, then `run`")
     add_common(b)
-    b.add_argument("--parts", required=True, help="folder with rl_at_scale.tar.gz(.partN), start.*, <variant>.*")
+    b.add_argument("--parts", required=True,
+                   help="folder with rl_at_scale.tar.gz(.partN), start.* or sft<method>.*, <variant>.*")
+    c = sub.add_parser("carry", help="the end of a session: pack what the next one resumes from, a folder per call")
+    add_common(c)
+    c.add_argument("--to", required=True, help="stage1, stage2, ... here: bring back one per device call")
     p = sub.add_parser("report", help="(CPU box) score, compare, write benchmarks/results/rl_at_scale.*")
     p.add_argument("--archive", default=None)
     p.add_argument("--work", required=True)
@@ -521,6 +576,8 @@ def main(argv: list[str] | None = None) -> int:
         return run(args)
     if args.phase == "restore":
         return restore(args)
+    if args.phase == "carry":
+        return carry_out(args)
     if args.phase == "worker":
         grpo_worker(args)
     elif args.phase == "evaluate":

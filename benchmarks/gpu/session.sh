@@ -91,15 +91,18 @@
 #   1 [.whl/gguf1 .whl/base], vllm1 [.whl/vllm1], vllm2 [.whl/vllm2], then
 #   38 [.whl/gguf2]  model; broad data on the host (20,000 examples, ~8 s); SFT LoRA and full side by side (one
 #      epoch: --sft-set sft.epochs=1); the SFT start selected on validation; GRPO variants side by side
-#      (RAS_VARIANTS, default g16-weighted,g16-binary; vLLM colocate at 0.2 of the GPU each) with the base and SFT
-#      models' BFCL greedy + pass@k (vLLM, 0.15 of the GPU) beside them -> $OUT/rl_at_scale.tar.gz
+#      (RAS_VARIANTS, default g16-weighted,g16-binary; vLLM colocate at 0.12 of the GPU each) with the base and SFT
+#      models' BFCL greedy + pass@k (vLLM, 0.1 of the GPU) beside them -> $OUT/rl_at_scale.tar.gz
 #   38 again (nothing to carry), back to back, until it says "done" (each call resumes every part)
-#   Not done when the session's device time runs out: bring back what a later session resumes from, in calls
-#   of at most 7 parts: `carry` with CARRY_SRC=/tmp/ras/sft/<chosen>/model CARRY_NAME=start CARRY_FOLDER=1 and
-#      CARRY_FIRST=0, 7, 14 (the manifest's next_part), then CARRY_SRC=/tmp/ras/runs/<variant> CARRY_NAME=<variant>
-#      for each unfinished variant. In the next session, here: python -m benchmarks.gpu.carry stage <every part,
-#      manifest and rl_at_scale.tar.gz*> --to .whl; there: 1, vllm1, vllm2, `stage` with STAGE=1, 2, ... [.whl/stageN],
+#   Not done when the session's device time runs out: `38carry` with CARRY_CALL=1, 2, ... (each call brings back
+#      one folder of <= 8 files under 64 MiB: the SFT start, or before the selection each SFT model/checkpoint,
+#      and each variant's checkpoint; the first call packs them all, ~10 s; it says how many calls there are).
+#      In the next session, here: python -m benchmarks.gpu.carry stage <every file brought back + the last
+#      rl_at_scale.tar.gz> --to .whl; there: 1, vllm1, vllm2, `stage` with STAGE=1, 2, ... [.whl/stageN],
 #      `38restore` [] (python -m benchmarks.gpu.rl_at_scale restore --work /tmp/ras --parts /tmp/carry), then 38.
+#   Measured 2026-12-03 (first GPU run): SFT full 500 steps in 212 s of training alone; LoRA and full side by
+#      side at batch 32 ran out of memory (full FT's process held 96 GiB), so SFT runs at batch 16 x 2 (~420 s
+#      each side by side); every call re-tokenises the 16,000 rows (~50 s).
 #   then here: python -m benchmarks.gpu.rl_at_scale report --archive rl_at_scale.tar.gz --work runs/rl_at_scale \
 #      --command "python -m benchmarks.gpu.rl_at_scale run --work /tmp/ras --out \$OUT --sft-set sft.epochs=1 ..."
 #   Tested on CPU only (pytest -m gpu_harness tests/test_rl_at_scale_script.py); not yet run on a GPU.
@@ -174,10 +177,16 @@ case "${1:?step}" in
      [ -f /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf ] || bash "$0" model || exit 1
      python3 -m benchmarks.gpu.rl_at_scale run --work /tmp/ras --out "$OUT" --budget-s "$(left "$S")" \
        --variants "${RAS_VARIANTS:-g16-weighted,g16-binary}" --sft-set sft.epochs=1 \
-       --set grpo.vllm.gpu_memory_utilization=0.2 ${RAS_ARGS:-} 2>&1 | grep -v "it/s]" | tail -40
+       --sft-set sft.batch_size=16 --sft-set sft.gradient_accumulation_steps=2 \
+       --set grpo.vllm.gpu_memory_utilization=0.12 --eval-memory 0.1 ${RAS_ARGS:-} 2>&1 | grep -v "it/s]" | tail -40
      ls -la "$OUT" ;;
   carry) python3 -m benchmarks.gpu.carry pack --src "${CARRY_SRC:?}" --name "${CARRY_NAME:?}" --out "$OUT" \
        --first-part "${CARRY_FIRST:-0}" ${CARRY_FOLDER:+--folder --bf16} ;;
+  38carry) N=${CARRY_CALL:?1-based call}   # what a later session resumes from: one folder of <= 8 files, < 64 MiB a call
+     [ -d /tmp/carryall ] || python3 -m benchmarks.gpu.rl_at_scale carry --work /tmp/ras --to /tmp/carryall \
+       --variants "${RAS_VARIANTS:-g16-weighted,g16-binary}" || exit 1
+     [ -d /tmp/carryall/stage"$N" ] && cp /tmp/carryall/stage"$N"/* "$OUT"/
+     echo "carry call $N of $(ls -d /tmp/carryall/stage* | wc -l)"; ls -la "$OUT" ;;
   stage) mkdir -p /tmp/carry && cp .whl/stage"${STAGE:?}"/* /tmp/carry/ && ls /tmp/carry ;;
   38restore) python3 -m benchmarks.gpu.rl_at_scale restore --work /tmp/ras --parts /tmp/carry \
        --variants "${RAS_VARIANTS:-g16-weighted,g16-binary}" ;;
