@@ -162,4 +162,7 @@ def test_a_session_cut_during_sft_carries_both_runs_to_the_next(tmp_path, monkey
         (work / "sft" / "full" / "model" / "weights.bin").read_bytes()
     assert not ras.sft_finished(new, "lora")
     assert latest_checkpoint(new / "sft" / "lora" / "checkpoints").name == "checkpoint-400"  # --resume goes on
+    again = tmp_path / "runs-only"  # what came back once need not come back again
+    assert ras.main(["carry", "--work", str(work), "--device", "cpu", "--to", str(again), "--runs-only"]) == 0
+    assert not list(again.glob("stage*/*"))
 

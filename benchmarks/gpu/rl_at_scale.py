@@ -450,7 +450,9 @@ def carry_out(args: argparse.Namespace) -> int:
     packed = to / "packed"
     whole = {"max_parts": 10**6, "part_mib": carry.PART_MIB}  # every part now; ``stage`` spreads them over calls
     selection_file = work / "keep" / "sft_selection.json"
-    if selection_file.is_file():
+    if args.runs_only:
+        pass  # the start (or the SFT runs) came back already: the same deterministic parts
+    elif selection_file.is_file():
         start = work / json.loads(selection_file.read_text())["model"]
         carry.pack(start, packed, "start", folder=True, bf16=True, **whole)
     else:
@@ -466,7 +468,7 @@ def carry_out(args: argparse.Namespace) -> int:
     for variant in args.variants:
         if latest_checkpoint(run_dir(work, variant) / "checkpoints"):
             carry.pack(run_dir(work, variant), packed, variant, **whole)
-    folders = carry.stage(sorted(packed.iterdir()), to, mib=carry.CALL_MIB, max_files=carry.CALL_FILES)
+    folders = carry.stage(sorted(packed.glob("*")), to, mib=carry.CALL_MIB, max_files=carry.CALL_FILES)
     log(f"{len(folders)} calls bring it back: " + ", ".join(f"{f.name} ({len(list(f.iterdir()))} files)"
                                                           for f in folders))
     return 0
@@ -556,6 +558,10 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("carry", help="the end of a session: pack what the next one resumes from, a folder per call")
     add_common(c)
     c.add_argument("--to", required=True, help="stage1, stage2, ... here: bring back one per device call")
+    c.add_argument("--runs-only", action="store_true",
+                   help="only the GRPO variants' checkpoints (an earlier session brought the start back already: "
+                        "its parts are the same, a copy of sft<method>.manifest.json named start.manifest.json "
+                        "restores it)")
     p = sub.add_parser("report", help="(CPU box) score, compare, write benchmarks/results/rl_at_scale.*")
     p.add_argument("--archive", default=None)
     p.add_argument("--work", required=True)

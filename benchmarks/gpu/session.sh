@@ -96,7 +96,8 @@
 #   38 again (nothing to carry), back to back, until it says "done" (each call resumes every part)
 #   Not done when the session's device time runs out: `38carry` with CARRY_CALL=1, 2, ... (each call brings back
 #      one folder of <= 8 files under 64 MiB: the SFT start, or before the selection each SFT model/checkpoint,
-#      and each variant's checkpoint; the first call packs them all, ~10 s; it says how many calls there are).
+#      and each variant's checkpoint; the first call packs them all, ~10 s; it says how many calls there are;
+#      CARRY_RUNS_ONLY=1: the variants only, when the start came back in an earlier session).
 #      In the next session, here: python -m benchmarks.gpu.carry stage <every file brought back + the last
 #      rl_at_scale.tar.gz> --to .whl; there: 1, vllm1, vllm2, `stage` with STAGE=1, 2, ... [.whl/stageN],
 #      `38restore` [] (python -m benchmarks.gpu.rl_at_scale restore --work /tmp/ras --parts /tmp/carry), then 38.
@@ -184,7 +185,7 @@ case "${1:?step}" in
        --first-part "${CARRY_FIRST:-0}" ${CARRY_FOLDER:+--folder --bf16} ;;
   38carry) N=${CARRY_CALL:?1-based call}   # what a later session resumes from: one folder of <= 8 files, < 64 MiB a call
      [ -d /tmp/carryall ] || python3 -m benchmarks.gpu.rl_at_scale carry --work /tmp/ras --to /tmp/carryall \
-       --variants "${RAS_VARIANTS:-g16-weighted,g16-binary}" || exit 1
+       --variants "${RAS_VARIANTS:-g16-weighted,g16-binary}" ${CARRY_RUNS_ONLY:+--runs-only} || exit 1
      [ -d /tmp/carryall/stage"$N" ] && cp /tmp/carryall/stage"$N"/* "$OUT"/
      echo "carry call $N of $(ls -d /tmp/carryall/stage* | wc -l)"; ls -la "$OUT" ;;
   stage) mkdir -p /tmp/carry && cp .whl/stage"${STAGE:?}"/* /tmp/carry/ && ls /tmp/carry ;;
