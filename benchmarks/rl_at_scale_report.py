@@ -140,7 +140,9 @@ def markdown(result: dict[str, Any]) -> str:
     for model, splits in result["pass_at_k"].items():
         for split, curves in splits.items():
             curve = curves.get("overall") or curves.get("non_live_ast") or {}
-            lines.append(f"- {model}, {split} (n={curves.get('n')}): " + ", ".join(f"@{k} {v:.3f}" for k, v in curve.items()))
+            still = curves.get("all_or_none", {}).get("overall")  # the n samples all right or all wrong
+            lines.append(f"- {model}, {split} (n={curves.get('n')}): " + ", ".join(f"@{k} {v:.3f}" for k, v in curve.items())
+                         + (f"; all {curves.get('n')} samples agree on {still:.0%} of examples" if still is not None else ""))
     if result["zero_variance"]:
         lines += ["", "Zero-variance groups by kind (share of groups; all steps / first tenth / last tenth):", ""]
         for variant, kinds in result["zero_variance"].items():

@@ -38,6 +38,9 @@ def test_curves_overall_and_by_kind():
     assert out["by_kind"]["simple"] == {"1": 0.125, "2": 0.25, "4": 0.5}
     assert out["overall"]["1"] == pytest.approx((0.25 + 0 + 1) / 3, abs=1e-6)
     assert all(a <= b for a, b in itertools.pairwise(out["overall"].values()))  # never falls with k
+    # 1 of 4 and 0 of 4 (simple), 4 of 4 (irrelevance): groups of these 4 samples with no variance
+    assert out["all_or_none"] == {"overall": pytest.approx(2 / 3, abs=1e-6),
+                                  "by_kind": {"irrelevance": 1.0, "simple": 0.5}}
     with pytest.raises(ValueError, match="same number of samples"):
         pass_at_k_curves([{"kind": "a", "solved": 1, "samples": 4}, {"kind": "a", "solved": 1, "samples": 2}])
 

@@ -50,10 +50,25 @@ def default_ks(n: int) -> list[int]:
     return ks + [n] if ks[-1] != n else ks
 
 
+def all_or_none_share(rows: list[dict[str, Any]]) -> float:
+    """The share of examples whose samples all agree under the binary reward (every one solves it,
+    or none does): a GRPO group of those samples has no reward variance, so no gradient.
+
+    >>> all_or_none_share([{"solved": 0, "samples": 8}, {"solved": 8, "samples": 8},
+    ...                    {"solved": 3, "samples": 8}, {"solved": 1, "samples": 8}])
+    0.5
+    """
+    if not rows:
+        raise ValueError("all_or_none_share needs at least one example row")
+    return sum(int(r["solved"]) in (0, int(r["samples"])) for r in rows) / len(rows)
+
+
 def pass_at_k_curves(rows: list[dict[str, Any]], ks: list[int] | None = None) -> dict[str, Any]:
     """Curves from per-example rows carrying ``solved`` and ``samples`` (``mean_at_k(...,
     count_solved=True)``), over all examples and per ``kind``: ``{"n", "ks", "examples",
-    "overall": {k: value}, "by_kind": {kind: {k: value}}}`` (k as a string, for JSON)."""
+    "overall": {k: value}, "by_kind": {kind: {k: value}}, "all_or_none": {"overall": share,
+    "by_kind": {kind: share}}}`` (k as a string, for JSON; ``all_or_none_share`` of the n samples:
+    the binary reward's zero-variance share of GRPO groups of n)."""
     if not rows:
         raise ValueError("pass_at_k_curves needs at least one example row")
     n = min(int(row["samples"]) for row in rows)
@@ -68,4 +83,7 @@ def pass_at_k_curves(rows: list[dict[str, Any]], ks: list[int] | None = None) ->
     for row in rows:
         kinds.setdefault(str(row.get("kind")), []).append(row)
     return {"n": n, "ks": ks, "examples": len(rows), "overall": curve(rows),
-            "by_kind": {kind: curve(part) for kind, part in sorted(kinds.items())}}
+            "by_kind": {kind: curve(part) for kind, part in sorted(kinds.items())},
+            "all_or_none": {"overall": round(all_or_none_share(rows), 6),
+                            "by_kind": {kind: round(all_or_none_share(part), 6)
+                                        for kind, part in sorted(kinds.items())}}}
