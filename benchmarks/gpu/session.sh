@@ -104,6 +104,11 @@
 #   Measured 2026-12-03 (first GPU run): SFT full 500 steps in 212 s of training alone; LoRA and full side by
 #      side at batch 32 ran out of memory (full FT's process held 96 GiB), so SFT runs at batch 16 x 2 (~420 s
 #      each side by side); every call re-tokenises the 16,000 rows (~50 s).
+#   Without a restart each call (~90 s of vLLM start, checkpoint resume and re-tokenising per variant and call):
+#   38bg with RAS_BUDGET=<seconds> [.whl/gguf2] starts the same chain detached (setsid), then `watch` calls back to
+#      back (WATCH_S <= 575 each) keep the host warm and return $OUT/rl_at_scale.tar.gz once it ends; then 38carry.
+#      A call that comes more than 30 s after the last one finds a fresh host: the detached run is gone.
+#   Issue 39 likewise: mtrlbg with MTRL_BUDGET=<seconds> [.whl/gguf2], then watch calls.
 #   then here: python -m benchmarks.gpu.rl_at_scale report --archive rl_at_scale.tar.gz --work runs/rl_at_scale \
 #      --command "python -m benchmarks.gpu.rl_at_scale run --work /tmp/ras --out \$OUT --sft-set sft.epochs=1 ..."
 #   Tested on CPU only (pytest -m gpu_harness tests/test_rl_at_scale_script.py); not yet run on a GPU.
@@ -116,6 +121,13 @@ T0=$(date +%s)
 left() { echo $(( ${1} - ($(date +%s) - T0) )); }   # seconds left of a step's budget
 install() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$@"; }
 pack() { local name=$1; shift; tar czf "$OUT/$name.tar.gz" "$@" 2>/dev/null; ls -la "$OUT/$name.tar.gz"; }
+# A command in its own process session (setsid): it outlives the device call that starts it, for as
+# long as the host stays warm (calls back to back, `watch` among them); its pid in /tmp/bg.pid.
+detach() { mkdir -p /tmp/bg-out; (setsid bash -c 'echo $$ > /tmp/bg.pid; exec "$@"' _ "$@" > /tmp/bg.log 2>&1 < /dev/null &)
+           sleep 10; tail -n 5 /tmp/bg.log; }
+RAS_RUN=(--variants "${RAS_VARIANTS:-g16-weighted,g16-binary}" --sft-set sft.epochs=1 --sft-set sft.batch_size=16
+         --sft-set sft.gradient_accumulation_steps=2 --set grpo.vllm.gpu_memory_utilization=0.12 --eval-memory 0.1
+         ${RAS_ARGS:-})
 TP_VARIANTS=${TP_VARIANTS:-unsloth_merged_gen_batch64,unsloth_gen_batch64,peft_merged_gen_batch64,peft_gen_batch64,unsloth,peft_default,peft_paged,peft_static_compile,best@1024}
 case "${1:?step}" in
   1) mkdir -p /tmp/m && cp .whl/gguf1/part1 /tmp/m/ && install .whl/base/*.whl $(ls .whl/ds/*.whl 2>/dev/null)  # DeepSpeed: only issue 9's ZeRO runs need it
@@ -176,13 +188,21 @@ case "${1:?step}" in
      tail -n 2 /tmp/mtrl/keep/bfcl/*.log ;;
   38) S=${S38:-575}
      [ -f /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf ] || bash "$0" model || exit 1
-     python3 -m benchmarks.gpu.rl_at_scale run --work /tmp/ras --out "$OUT" --budget-s "$(left "$S")" \
-       --variants "${RAS_VARIANTS:-g16-weighted,g16-binary}" --sft-set sft.epochs=1 \
-       --sft-set sft.batch_size=16 --sft-set sft.gradient_accumulation_steps=2 \
-       --set grpo.vllm.gpu_memory_utilization=0.12 --eval-memory 0.1 ${RAS_ARGS:-} 2>&1 | grep -v "it/s]" | tail -40
+     python3 -m benchmarks.gpu.rl_at_scale run --work /tmp/ras --out "$OUT" --budget-s "$(left "$S")" "${RAS_RUN[@]}" \
+       2>&1 | grep -v "it/s]" | tail -40
      ls -la "$OUT" ;;
-  carry) python3 -m benchmarks.gpu.carry pack --src "${CARRY_SRC:?}" --name "${CARRY_NAME:?}" --out "$OUT" \
-       --first-part "${CARRY_FIRST:-0}" ${CARRY_FOLDER:+--folder --bf16} ;;
+  38bg) B=${RAS_BUDGET:?seconds the detached chain may take}   # the same chain, detached: it outlives this call
+     [ -f /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf ] || bash "$0" model || exit 1
+     detach python3 -m benchmarks.gpu.rl_at_scale run --work /tmp/ras --out /tmp/bg-out --budget-s "$B" "${RAS_RUN[@]}" ;;
+  mtrlbg) B=${MTRL_BUDGET:?seconds the detached chain may take}
+     [ -f /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf ] || bash "$0" model || exit 1
+     detach python3 -m benchmarks.gpu.rl_multi_turn_gpu run --work /tmp/mtrl --out /tmp/bg-out --budget-s "$B" \
+       --variants "${MTRL_VARIANTS:-shaped-g8,success-g8}" ${MTRL_ARGS:-} ;;
+  watch) S=${WATCH_S:-570}   # keeps the host (and the detached chain) alive; returns its results once it ends
+     pid=$(cat /tmp/bg.pid)
+     while kill -0 "$pid" 2>/dev/null && [ "$(left "$S")" -gt 0 ]; do sleep 5; done
+     grep -v "it/s]" /tmp/bg.log | tail -30
+     if kill -0 "$pid" 2>/dev/null; then echo "still running"; else echo "ended"; cp /tmp/bg-out/* "$OUT"/ 2>/dev/null; ls -la "$OUT"; fi ;;
   38carry) N=${CARRY_CALL:?1-based call}   # what a later session resumes from: one folder of <= 8 files, < 64 MiB a call
      [ -d /tmp/carryall ] || python3 -m benchmarks.gpu.rl_at_scale carry --work /tmp/ras --to /tmp/carryall \
        --variants "${RAS_VARIANTS:-g16-weighted,g16-binary}" ${CARRY_RUNS_ONLY:+--runs-only} || exit 1
