@@ -132,19 +132,19 @@ def stage(files: list[Path], to: Path, mib: float = 60.0, max_files: int | None 
     ``max_files`` files) each: one device call carries one folder there (64 MiB at most), or
     brings one back from there (8 files, 64 MiB)."""
     limit = int(mib * 2**20)
-    folders: list[tuple[Path, int]] = []
+    most = max_files or len(files)
+    folders: list[tuple[Path, int, int]] = []  # folder, bytes, files
     for path in sorted(files, key=lambda f: f.name):
         size = path.stat().st_size
         if size > limit:
             raise ValueError(f"{path} ({size} bytes) is larger than a stage folder ({limit}); pack it in smaller parts")
-        full = bool(folders) and max_files is not None and len(list(folders[-1][0].iterdir())) >= max_files
-        if not folders or folders[-1][1] + size > limit or full:
-            folders.append((to / f"stage{len(folders) + 1}", 0))
+        if not folders or folders[-1][1] + size > limit or folders[-1][2] >= most:
+            folders.append((to / f"stage{len(folders) + 1}", 0, 0))
             folders[-1][0].mkdir(parents=True, exist_ok=False)
-        folder, used = folders[-1]
+        folder, used, count = folders[-1]
         (folder / path.name).write_bytes(path.read_bytes())
-        folders[-1] = (folder, used + size)
-    return [folder for folder, _ in folders]
+        folders[-1] = (folder, used + size, count + 1)
+    return [folder for folder, _, _ in folders]
 
 
 def main(argv: list[str] | None = None) -> int:

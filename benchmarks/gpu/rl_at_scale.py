@@ -145,10 +145,10 @@ def sft_finished(work: Path, method: str) -> bool:
 def run_sft(args: argparse.Namespace, work: Path, deadline: float) -> None:
     """Every unfinished SFT method side by side; each stops itself (its time budget) before the
     deadline with a checkpoint, and the next call resumes it."""
-    jobs = []
-    budget = max(60, int(deadline - time.time() - 90))  # loading before, evaluation and saving after
     from toolrl_lib.run_dir import latest_checkpoint
 
+    jobs = []
+    budget = max(60, int(deadline - time.time() - 90))  # loading before, evaluation and saving after
     for method in args.sft_methods:
         if sft_finished(work, method):
             continue
@@ -450,21 +450,18 @@ def carry_out(args: argparse.Namespace) -> int:
     packed = to / "packed"
     whole = {"max_parts": 10**6, "part_mib": carry.PART_MIB}  # every part now; ``stage`` spreads them over calls
     selection_file = work / "keep" / "sft_selection.json"
-    if args.runs_only:
-        pass  # the start (or the SFT runs) came back already: the same deterministic parts
-    elif selection_file.is_file():
+    if selection_file.is_file() and not args.runs_only:
         start = work / json.loads(selection_file.read_text())["model"]
         carry.pack(start, packed, "start", folder=True, bf16=True, **whole)
-    else:
-        for method in args.sft_methods:
-            folder, name = sft_dir(work, method), sft_carry_name(method)
-            if sft_finished(work, method):
-                carry.pack(folder / "model", packed, name, folder=True, bf16=True, **whole)
-            elif latest_checkpoint(folder / "checkpoints"):
-                carry.pack(folder, packed, name, **whole)
-            else:
-                continue
-            shutil.copy2(folder / "sft.json", packed / f"{name}.sft.json")
+    for method in [] if args.runs_only or selection_file.is_file() else args.sft_methods:
+        folder, name = sft_dir(work, method), sft_carry_name(method)
+        if sft_finished(work, method):
+            carry.pack(folder / "model", packed, name, folder=True, bf16=True, **whole)
+        elif latest_checkpoint(folder / "checkpoints"):
+            carry.pack(folder, packed, name, **whole)
+        else:
+            continue
+        shutil.copy2(folder / "sft.json", packed / f"{name}.sft.json")
     for variant in args.variants:
         if latest_checkpoint(run_dir(work, variant) / "checkpoints"):
             carry.pack(run_dir(work, variant), packed, variant, **whole)
