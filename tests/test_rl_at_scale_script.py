@@ -61,6 +61,27 @@ def test_chain_on_cpu_resumes_and_reports(tmp_path, tiny_model_dir):
     assert (tmp_path / "figures" / "07_rl_at_scale_pass_at_k.png").is_file()
 
 
+@pytest.mark.gpu_harness
+def test_final_reserve_ends_grpo_by_time_and_evaluates_a_full_ft_variant(tmp_path, tiny_model_dir):
+    """One session, one call: GRPO (a full fine-tuning variant, far from its max_steps) stops
+    --final-reserve-s before the deadline, the selection and the evaluation of base, SFT and GRPO
+    still run in the same call; the full variant's best/ is evaluated as it is (no merge)."""
+    work, out = tmp_path / "work", tmp_path / "out"
+    done = _script("run", "--work", str(work), "--out", str(out), "--device", "cpu", "--tiny", str(tiny_model_dir),
+                   "--variants", "g16-full", "--sft-methods", "full", "--budget-s", "420", "--final-reserve-s", "260",
+                   "--stop-margin-s", "20", "--stagger-s", "2", "--set=grpo.max_steps=100000")
+    assert "GRPO stopped by --final-reserve-s at steps" in done.stdout, done.stdout[-3000:]
+    assert "done: every model trained and evaluated" in done.stdout, done.stdout[-3000:]
+    state = json.loads((work / "keep" / "state.json").read_text())
+    steps = state["grpo_stopped_by_time"]["g16-full"]
+    assert 0 < steps < 100000
+    assert not (work / "grpo_model").exists()  # evaluated from runs/g16-full/best
+    assert json.loads((work / "keep" / "eval" / "grpo.done").read_text())["model"].endswith("g16-full/best")
+    again = _script("run", "--work", str(work), "--out", str(out), "--device", "cpu", "--tiny", str(tiny_model_dir),
+                    "--variants", "g16-full", "--sft-methods", "full", "--budget-s", "300", "--stagger-s", "2")
+    assert "started" not in again.stdout  # nothing left: GRPO is not resumed after the final phase
+
+
 def _resume_in_a_new_session(tmp_path, work, out, tiny_model_dir):
     """What one session carries back (archive, start model, checkpoints) restores a bare work
     folder, and a variant that was not finished resumes from its checkpoint there."""

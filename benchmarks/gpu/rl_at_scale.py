@@ -63,6 +63,9 @@ VARIANTS: dict[str, list[str]] = {
     "g16-weighted": [],
     "g16-binary": ["reward.scheme=binary"],
     "g32-weighted": ["grpo.num_generations=32"],  # 16 prompts x 32 per round of 512
+    # full fine-tuning beside LoRA (the model is 135M): no adapter branches, so about half the
+    # kernels a step launches; the smaller learning rate of full fine-tuning
+    "g16-full": ["lora.enabled=false", "grpo.learning_rate=3e-6", "fast.bf16_lora_inputs=false"],
 }
 LABELS = ("base", "sft", "grpo")
 RUN_LOGS = ("config.yaml", "run_info.json", "metrics.csv", "validation.csv", "data_report.json", "worker.json",
@@ -355,7 +358,12 @@ def run_final(args: argparse.Namespace, work: Path, deadline: float) -> None:
         return
     path = keep / "grpo_selection.json"
     selection = json.loads(path.read_text()) if path.is_file() else select_grpo(args, work)
+    from toolrl_lib.train.backend import is_full_model
+
     merged = work / "grpo_model"
+    best = run_dir(work, selection["chosen"]) / "best"
+    if is_full_model(best):  # a full fine-tuning variant: its best/ is the model folder already
+        merged = best
     if not (merged / "config.json").is_file():
         t0 = time.time()
         command = python_module("toolrl_lib.cli", "merge", "--run", str(run_dir(work, selection["chosen"])),
@@ -366,8 +374,14 @@ def run_final(args: argparse.Namespace, work: Path, deadline: float) -> None:
             log(f"merge failed ({outcome.describe()}): see merge.log")
             return
         log(f"merged {selection['chosen']} in {time.time() - t0:.0f} s")
-    if not eval_done(work, "grpo"):
-        run_lanes([eval_job(args, work, "grpo", str(merged))], [args.lane], deadline, say=log)
+    # the start models' evaluations that GRPO's phase left unfinished run beside the GRPO model's
+    starts = {"base": args.tiny or "embedded", "sft": str(work / json.loads(
+        (keep / "sft_selection.json").read_text())["model"])}
+    jobs = [eval_job(args, work, "grpo", str(merged))]
+    jobs += [eval_job(args, work, label, model, delay=args.stagger_s * (i + 1))
+             for i, (label, model) in enumerate((label, model) for label, model in starts.items()
+                                                if not eval_done(work, label))]
+    run_lanes(jobs, [args.lane] * len(jobs), deadline, say=log)
 
 
 # ---------------------------------------------------------------- the call
@@ -398,10 +412,18 @@ def run(args: argparse.Namespace) -> int:
         selection = select_sft(args, work, deadline)
     if selection is not None:
         def grpo_done() -> bool:
-            return all(worker_state(work, v).get("finished") for v in args.variants)
+            return (all(worker_state(work, v).get("finished") for v in args.variants)
+                    or (keep / "grpo_selection.json").is_file())
 
         if not grpo_done() or not all(eval_done(work, label) for label in ("base", "sft")):
-            run_grpo(args, work, selection, deadline)
+            grpo_deadline = deadline
+            if args.final_reserve_s:  # the final phase's share of this call: GRPO ends before it
+                grpo_deadline = deadline - args.final_reserve_s
+            run_grpo(args, work, selection, grpo_deadline)
+            if args.final_reserve_s and not grpo_done():
+                state["grpo_stopped_by_time"] = {v: worker_state(work, v).get("step") for v in args.variants}
+                log(f"GRPO stopped by --final-reserve-s at steps {json.dumps(state['grpo_stopped_by_time'])}")
+                select_grpo(args, work)
         if grpo_done():
             run_final(args, work, deadline)
     done = all(eval_done(work, label) for label in LABELS)
@@ -534,6 +556,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", required=True)
     r.add_argument("--budget-s", type=float, default=570)
     r.add_argument("--pack-margin-s", type=float, default=25, help="kept for packing at the end")
+    r.add_argument("--final-reserve-s", type=float, default=None,
+                   help="end GRPO this many seconds before the call's deadline (checkpoints kept) and go on "
+                        "to the selection and the final evaluation in the same call, whatever max_steps says")
     r.add_argument("--stop-margin-s", type=float, default=100,
                    help="GRPO workers stop this long before the deadline (checkpoint, final validation)")
     w = sub.add_parser("worker", help="(internal) one GRPO variant")

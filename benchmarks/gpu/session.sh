@@ -108,6 +108,12 @@
 #   38bg with RAS_BUDGET=<seconds> [.whl/gguf2] starts the same chain detached (setsid), then `watch` calls back to
 #      back (WATCH_S <= 575 each) keep the host warm and return $OUT/rl_at_scale.tar.gz once it ends; then 38carry.
 #      A call that comes more than 30 s after the last one finds a fresh host: the detached run is gone.
+#   One session, no carry (files outside the repo do not survive between sessions: the 2026-12-03 carry parts
+#      kept beside the checkout were gone in the next one): 1, vllm1, vllm2, then
+#      RAS_VARIANTS=g16-weighted,g16-full RAS_BUDGET=<device s left - ~150> RAS_ARGS="--sft-methods full
+#      --sft-set sft.batch_size=32 --sft-set sft.gradient_accumulation_steps=1 --final-reserve-s 300
+#      --stop-margin-s 60 --val-limit 256 --bfcl-limit 50" 38bg [.whl/gguf2], then watch calls: GRPO ends
+#      --final-reserve-s before the budget, however far it got, and the selected variant is evaluated in the same run.
 #   Issue 39 likewise: mtrlbg with MTRL_BUDGET=<seconds> [.whl/gguf2], then watch calls.
 #   then here: python -m benchmarks.gpu.rl_at_scale report --archive rl_at_scale.tar.gz --work runs/rl_at_scale \
 #      --command "python -m benchmarks.gpu.rl_at_scale run --work /tmp/ras --out \$OUT --sft-set sft.epochs=1 ..."
