@@ -67,7 +67,8 @@ def test_vllm_sampler_one_engine_one_call_with_n_k(vllm_here, tiny_model_dir):
     out = loaded.sample(["a", "b", "c"], 3, 7, 0.7, 0.9, 5)
     assert out == [["a#0", "a#1", "a#2"], ["b#0", "b#1", "b#2"], ["c#0", "c#1", "c#2"]]
     assert vllm_here["llm"] == [{"model": str(tiny_model_dir), "dtype": "bfloat16",
-                                 "enable_prefix_caching": True, "gpu_memory_utilization": 0.9}]
+                                 "enable_prefix_caching": True, "gpu_memory_utilization": 0.9,
+                                 "kv_cache_memory_bytes": None}]
     assert vllm_here["generate"] == [(["a", "b", "c"], {
         "n": 3, "temperature": 0.7, "top_p": 0.9, "top_k": backends.model_top_k(str(tiny_model_dir)),
         "max_tokens": 7, "seed": 5,
@@ -77,6 +78,14 @@ def test_vllm_sampler_one_engine_one_call_with_n_k(vllm_here, tiny_model_dir):
     # greedy BFCL in the same process shares the engine (one start-up per model and process)
     backends.load_for_eval(str(tiny_model_dir), backend="vllm", dtype="bf16").complete(["e"])
     assert len(vllm_here["llm"]) == 1 and vllm_here["generate"][-1][0] == ["e"]
+
+
+def test_vllm_engine_beside_training_takes_its_share_and_a_fixed_kv_cache(vllm_here, tiny_model_dir, monkeypatch):
+    monkeypatch.setenv(backends.VLLM_MEMORY_ENV, "0.1")
+    monkeypatch.setenv(backends.VLLM_KV_CACHE_ENV, "8")
+    backends.load_sampler(str(tiny_model_dir), backend="vllm", dtype="bf16").sample(["a"], 1, 4, 0.0, 1.0, 0)
+    assert vllm_here["llm"][0]["gpu_memory_utilization"] == 0.1
+    assert vllm_here["llm"][0]["kv_cache_memory_bytes"] == 8 * 2**30
 
 
 def test_vllm_sampler_refuses_greedy_k_above_one(vllm_here, tiny_model_dir):

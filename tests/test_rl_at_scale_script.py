@@ -70,6 +70,10 @@ def test_final_reserve_ends_grpo_by_time_and_evaluates_a_full_ft_variant(tmp_pat
     done = _script("run", "--work", str(work), "--out", str(out), "--device", "cpu", "--tiny", str(tiny_model_dir),
                    "--variants", "g16-full", "--sft-methods", "full", "--budget-s", "420", "--final-reserve-s", "260",
                    "--stop-margin-s", "20", "--stagger-s", "2", "--set=grpo.max_steps=100000")
+    assert "SFT start: full, the only method of this run" in done.stdout, done.stdout[-3000:]
+    # the base model's evaluation needs nothing trained: it starts beside SFT, not after it
+    assert done.stdout.index("started eval-base") < done.stdout.index("SFT start: full"), done.stdout[-3000:]
+    assert "started validate-" not in done.stdout  # one method: nothing to validate before GRPO
     assert "GRPO stopped by --final-reserve-s at steps" in done.stdout, done.stdout[-3000:]
     assert "done: every model trained and evaluated" in done.stdout, done.stdout[-3000:]
     state = json.loads((work / "keep" / "state.json").read_text())

@@ -368,6 +368,19 @@ def test_evaluation_engine_memory_share_comes_from_the_environment(monkeypatch):
             vllm_memory_share()
 
 
+def test_evaluation_engine_kv_cache_size_comes_from_the_environment(monkeypatch):
+    from toolrl_lib.evaluate.backends import VLLM_KV_CACHE_ENV, vllm_kv_cache_bytes
+
+    monkeypatch.delenv(VLLM_KV_CACHE_ENV, raising=False)
+    assert vllm_kv_cache_bytes() is None  # vLLM profiles
+    monkeypatch.setenv(VLLM_KV_CACHE_ENV, "12")
+    assert vllm_kv_cache_bytes() == 12 * 2**30
+    for bad in ("-1", "0", "lots"):
+        monkeypatch.setenv(VLLM_KV_CACHE_ENV, bad)
+        with pytest.raises(ValueError, match=VLLM_KV_CACHE_ENV):
+            vllm_kv_cache_bytes()
+
+
 class _FakeParams:
     def __init__(self, **kwargs):
         self.kwargs = kwargs

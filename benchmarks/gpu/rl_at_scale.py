@@ -147,7 +147,8 @@ def sft_finished(work: Path, method: str) -> bool:
 
 def run_sft(args: argparse.Namespace, work: Path, deadline: float) -> None:
     """Every unfinished SFT method side by side; each stops itself (its time budget) before the
-    deadline with a checkpoint, and the next call resumes it."""
+    deadline with a checkpoint, and the next call resumes it. The base model's evaluation needs
+    nothing trained, so it runs beside them (started ``stagger_s`` later)."""
     from toolrl_lib.run_dir import latest_checkpoint
 
     jobs = []
@@ -165,6 +166,8 @@ def run_sft(args: argparse.Namespace, work: Path, deadline: float) -> None:
                                 *(["--resume"] if latest_checkpoint(out / "checkpoints") else []))
         jobs.append(Job(f"sft-{method}", command, log=work / "keep" / f"sft-{method}.log", append_log=True,
                         env={"PYTHONUNBUFFERED": "1"}))
+    if jobs and not eval_done(work, "base"):
+        jobs.append(eval_job(args, work, "base", args.tiny or "embedded", delay=args.stagger_s))
     if jobs:
         run_lanes(jobs, [args.lane] * len(jobs), deadline, say=log)
 
@@ -193,11 +196,21 @@ def selection_key(args: argparse.Namespace) -> str:
 
 
 def select_sft(args: argparse.Namespace, work: Path, deadline: float) -> dict[str, Any] | None:
-    """Validate base and every finished SFT model (side by side), keep the best SFT model."""
+    """Validate base and every finished SFT model (side by side), keep the best SFT model. With
+    one SFT method there is nothing to choose: it is the start, unvalidated here (its pass@k on
+    validation comes with its evaluation), and GRPO starts ~90 s sooner."""
     keep = work / "keep"
     path = keep / "sft_selection.json"
     if path.is_file():
         return json.loads(path.read_text())
+    if len(args.sft_methods) == 1:
+        method = args.sft_methods[0]
+        selection = {"key": selection_key(args), "scores": {}, "chosen": method,
+                     "model": str((sft_dir(work, method) / "model").relative_to(work)), "validation": {},
+                     "selected_on": "validation", "note": "the only SFT method of this run: nothing to select"}
+        path.write_text(json.dumps(selection, indent=2))
+        log(f"SFT start: {method}, the only method of this run")
+        return selection
     base = args.tiny or "embedded"
     candidates = {"base": base, **{m: str(sft_dir(work, m) / "model") for m in args.sft_methods}}
     relative = {m: str((sft_dir(work, m) / "model").relative_to(work)) for m in args.sft_methods}
@@ -262,7 +275,8 @@ def eval_job(args: argparse.Namespace, work: Path, label: str, model: str, delay
     return Job(f"eval-{label}", python_module("benchmarks.gpu.rl_at_scale", "evaluate", *common_argv(args),
                                               "--label", label, "--model", model, "--start-delay-s", str(delay)),
                log=work / "keep" / f"eval-{label}.log", append_log=True,
-               env={"PYTHONUNBUFFERED": "1", "TOOLRL_VLLM_GPU_MEMORY_UTILIZATION": str(args.eval_memory)})
+               env={"PYTHONUNBUFFERED": "1", "TOOLRL_VLLM_GPU_MEMORY_UTILIZATION": str(args.eval_memory),
+                    **({"TOOLRL_VLLM_KV_CACHE_GIB": str(args.eval_kv_gib)} if args.eval_kv_gib else {})})
 
 
 def eval_done(work: Path, label: str) -> bool:
@@ -389,7 +403,8 @@ def common_argv(args: argparse.Namespace) -> list[str]:
     argv = ["--work", str(args.work), "--device", args.device, "--lane", args.lane or "",
             "--variants", ",".join(args.variants), "--sft-methods", ",".join(args.sft_methods),
             "--n", str(args.n), "--val-limit", str(args.val_limit), "--eval-backend", args.eval_backend,
-            "--eval-memory", str(args.eval_memory), "--stagger-s", str(args.stagger_s)]
+            "--eval-memory", str(args.eval_memory), "--eval-kv-gib", str(args.eval_kv_gib),
+            "--stagger-s", str(args.stagger_s)]
     argv += ["--bfcl-limit", str(args.bfcl_limit)] if args.bfcl_limit else []
     argv += ["--tiny", args.tiny] if args.tiny else []
     argv += [f"--set={item}" for item in args.set] + [f"--sft-set={item}" for item in args.sft_set]
@@ -540,6 +555,9 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval-backend", default="auto", choices=("auto", "hf", "vllm"))
     parser.add_argument("--eval-memory", type=float, default=0.15,
                         help="share of GPU memory an evaluation engine takes (training runs beside it)")
+    parser.add_argument("--eval-kv-gib", type=float, default=10,
+                        help="an evaluation engine's fixed KV cache (GiB; 0 = vLLM profiles it, which fails "
+                             "when trainers beside it grow during the profiling)")
     parser.add_argument("--tiny", default=None, help="a tiny model folder: CPU test of the chain")
     parser.add_argument("--stagger-s", type=float, default=45,
                         help="GPU processes of one call start this far apart (vLLM profiles free memory at start)")

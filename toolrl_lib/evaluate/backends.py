@@ -207,6 +207,7 @@ def _has_tokenizer(folder: Path) -> bool:
 
 
 VLLM_MEMORY_ENV = "TOOLRL_VLLM_GPU_MEMORY_UTILIZATION"
+VLLM_KV_CACHE_ENV = "TOOLRL_VLLM_KV_CACHE_GIB"
 _ENGINES: dict[tuple[str, str], Any] = {}
 
 
@@ -228,6 +229,25 @@ def vllm_memory_share() -> float:
     return share
 
 
+def vllm_kv_cache_bytes() -> int | None:
+    """A fixed KV cache size for an evaluation engine: ``$TOOLRL_VLLM_KV_CACHE_GIB`` GiB, else
+    None (vLLM sizes it by profiling). Set it when other processes on the GPU are starting or
+    growing: vLLM's profiling counts their growth as its own and can come out negative ("Available
+    KV cache memory: -29.49 GiB", seen beside two GRPO trainers on one H200)."""
+    import os
+
+    text = os.environ.get(VLLM_KV_CACHE_ENV)
+    if not text:
+        return None
+    try:
+        gib = float(text)
+    except ValueError:
+        gib = -1.0
+    if not gib > 0:
+        raise ValueError(f"${VLLM_KV_CACHE_ENV}={text!r}: expected a positive number of GiB")
+    return int(gib * 2**30)
+
+
 def _vllm_llm(path: str, dtype: str) -> Any:
     """The one vLLM engine for ``path`` in this process (greedy BFCL, mean@k and pass@k of one
     model share it: an engine's start costs ~50 s); the prefix cache is on, so prompts sharing a
@@ -243,7 +263,7 @@ def _vllm_llm(path: str, dtype: str) -> Any:
     # spawned, not forked ("Cannot re-initialize CUDA in forked subprocess", seen on an H200).
     os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
     _ENGINES[key] = LLM(model=str(path), dtype=key[1], enable_prefix_caching=True,
-                        gpu_memory_utilization=vllm_memory_share())
+                        gpu_memory_utilization=vllm_memory_share(), kv_cache_memory_bytes=vllm_kv_cache_bytes())
     return _ENGINES[key]
 
 
