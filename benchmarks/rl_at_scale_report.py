@@ -32,7 +32,11 @@ def pass_at_k_panels(work: Path) -> dict[str, dict[str, Any]]:
         out.setdefault(path.name.split("-")[0], {})["validation"] = json.loads(path.read_text())
     for folder in sorted((work / "bfcl_pass_at_k").glob("*")):
         if (folder / "sampling.json").is_file():
-            out.setdefault(folder.name, {})["bfcl_non_live_ast"] = score_samples(folder)
+            try:
+                curves = score_samples(folder)
+            except RuntimeError as error:  # sampling cut by a deadline: say so, keep the other curves
+                curves = {"incomplete": str(error)}
+            out.setdefault(folder.name, {})["bfcl_non_live_ast"] = curves
     return out
 
 
@@ -133,12 +137,18 @@ def markdown(result: dict[str, Any]) -> str:
              f"(scores {json.dumps(sel['sft'].get('scores'))}); GRPO variant selected on validation "
              f"({sel['grpo'].get('key')}): **{sel['grpo'].get('chosen')}** (scores {json.dumps(sel['grpo'].get('scores'))}, "
              f"best steps {json.dumps(sel['grpo'].get('best_steps'))}). BFCL never chose anything.", "",
+             *([f"The base model's evaluation (the unchanged embedded model, the same settings) comes from an "
+                f"earlier run's archive, {result['training']['base_reused_from']}, not evaluated again.", ""]
+               if result.get("training", {}).get("base_reused_from") else []),
              *tables(result)]
     lines += ["", "Goals:", ""] + [f"- {name}: {'**met**' if g['met'] else 'not met'} ({json.dumps({k: v for k, v in g.items() if k != 'met'})})"
                                    for name, g in result["goals"].items()]
     lines += ["", "pass@k (unbiased estimator; validation judged by our binary reward, BFCL by its AST checker):", ""]
     for model, splits in result["pass_at_k"].items():
         for split, curves in splits.items():
+            if "incomplete" in curves:
+                lines.append(f"- {model}, {split}: not measured, its sampling did not finish ({curves['incomplete']})")
+                continue
             curve = curves.get("overall") or curves.get("non_live_ast") or {}
             still = curves.get("all_or_none", {}).get("overall")  # the n samples all right or all wrong
             lines.append(f"- {model}, {split} (n={curves.get('n')}): " + ", ".join(f"@{k} {v:.3f}" for k, v in curve.items())
@@ -172,7 +182,8 @@ def report(args: argparse.Namespace) -> dict[str, Any]:
     result.update(
         pass_at_k=pass_at_k_panels(work), zero_variance=zero_variance(work),
         validation_curves=validation_curves(work, grpo_selection.get("key") or sft_selection["key"]),
-        training={"calls": state["calls"], "variants": state["variants"], "sft": {
+        training={"calls": state["calls"], "variants": state["variants"],
+                  "base_reused_from": state.get("base_reused_from"), "sft": {
             m: {k: json.loads((work / "sft" / m / "sft.json").read_text()).get(k)
                 for k in ("steps", "epochs_done", "best_step", "best_eval_loss", "seconds", "tokens")}
             for m in state["sft_methods"] if (work / "sft" / m / "sft.json").is_file()}},

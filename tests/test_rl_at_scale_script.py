@@ -191,3 +191,64 @@ def test_a_session_cut_during_sft_carries_both_runs_to_the_next(tmp_path, monkey
     assert ras.main(["carry", "--work", str(work), "--device", "cpu", "--to", str(again), "--runs-only"]) == 0
     assert not list(again.glob("stage*/*"))
 
+
+
+def _earlier_archive(path: Path, settings: dict) -> Path:
+    """An earlier run's archive as ``run`` packs it: state.json, the base's and the SFT's files."""
+    files = {"state.json": json.dumps({"calls": [], "eval": settings}),
+             "bfcl/base/run.json": "{}", "bfcl/base/result/rasbase/non_live/BFCL_v4_simple_python_result.json": "{}",
+             "bfcl_pass_at_k/base/sampling.json": "{}", "pass_at_k/base-validation.json": "{}",
+             "eval-base.log": "log", "bfcl/sft/run.json": "{}", "pass_at_k/sft-validation.json": "{}"}
+    source = path.parent / "earlier"
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in files.items():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            (source / name).write_text(text)
+            tar.add(source / name, arcname=name)
+    return path
+
+
+def test_the_base_evaluation_is_reused_only_with_the_same_settings(tmp_path):
+    from benchmarks.gpu.rl_at_scale import eval_done, reuse_base_evaluation
+
+    settings = {"backend": "auto", "n": 64, "val_limit": 256, "bfcl_limit": 50, "max_new_tokens": 256,
+                "batch_size": 512, "dtype": "bf16"}
+    archive = _earlier_archive(tmp_path / "run2.tar.gz", settings)
+    keep = tmp_path / "work" / "keep"
+    with pytest.raises(SystemExit, match="differ from this run's"):
+        reuse_base_evaluation(archive, keep, {**settings, "n": 16})
+    assert not eval_done(tmp_path / "work", "base")
+    record = reuse_base_evaluation(archive, keep, settings)
+    assert record["reused_from"] == "run2.tar.gz" and record["files"] == 5
+    assert eval_done(tmp_path / "work", "base")
+    assert (keep / "bfcl/base/result/rasbase/non_live/BFCL_v4_simple_python_result.json").is_file()
+    assert (keep / "pass_at_k/base-validation.json").is_file()
+    assert not (keep / "bfcl/sft").exists() and not (keep / "pass_at_k/sft-validation.json").exists()
+    with pytest.raises(SystemExit, match="no state.json"):
+        bare = tmp_path / "bare.tar.gz"
+        with tarfile.open(bare, "w:gz") as tar:
+            tar.add(tmp_path / "earlier" / "eval-base.log", arcname="eval-base.log")
+        reuse_base_evaluation(bare, keep, settings)
+
+
+def test_an_unfinished_bfcl_sampling_is_reported_as_not_measured(tmp_path, monkeypatch):
+    from benchmarks import rl_at_scale_report as report
+    from toolrl_lib.evaluate import bfcl_pass_at_k
+
+    for label in ("base", "sft"):
+        (tmp_path / "bfcl_pass_at_k" / label).mkdir(parents=True)
+        (tmp_path / "bfcl_pass_at_k" / label / "sampling.json").write_text("{}")
+
+    def fake_score(folder):
+        if Path(folder).name == "base":
+            raise RuntimeError("simple_python: 20 entries have no samples")
+        return {"n": 4, "non_live_ast": {"1": 0.25, "4": 0.5}}
+
+    monkeypatch.setattr(bfcl_pass_at_k, "score_samples", fake_score)
+    panels = report.pass_at_k_panels(tmp_path)
+    assert panels["base"]["bfcl_non_live_ast"] == {"incomplete": "simple_python: 20 entries have no samples"}
+    assert panels["sft"]["bfcl_non_live_ast"]["non_live_ast"] == {"1": 0.25, "4": 0.5}
+    text = report.markdown({"selection": {"sft": {}, "grpo": {}}, "goals": {}, "pass_at_k": panels,
+                            "zero_variance": {}, "models": {}, "comparisons": []})
+    assert "- base, bfcl_non_live_ast: not measured, its sampling did not finish" in text
+    assert "- sft, bfcl_non_live_ast (n=4): @1 0.250, @4 0.500" in text

@@ -113,11 +113,13 @@ def test_a_run_cut_by_its_time_budget_resumes_to_the_same_weights(tiny, tmp_path
 
 
 def test_full_fine_tuning_changes_every_weight_kind(tiny, tmp_path):
+    """Also: the rows tokenised by two processes (sft.dataset_num_proc, as the GPU config does)."""
     from toolrl_lib.train.sft import sft
 
     info = sft(_config(tiny, **{"sft.method": "full", "sft.max_steps": 2, "sft.learning_rate": 1e-3,
-                                "sft.load_best": "false"}), tmp_path / "full")
+                                "sft.load_best": "false", "sft.dataset_num_proc": 2}), tmp_path / "full")
     assert info["finished"] and info["method"] == "full" and info["model_is"] == "last step"
+    assert info["examples"]["train"]["kept"] == 12
     base, tuned = _weights(tiny / "model"), _weights(tmp_path / "full" / "model")
     changed = {k for k in base if not torch.equal(base[k], tuned[k])}
     assert any("embed_tokens" in k for k in changed) and any("norm" in k for k in changed)
@@ -152,6 +154,7 @@ def test_the_loss_counts_the_assistant_tokens_only(tiny, tmp_path):
     ("sft.lora_r=0", "sft.lora_r"), ("sft.eval_steps=0", "sft.eval_steps"),
     ("sft.save_total_limit=0", "sft.save_total_limit"), ("sft.num_examples=-2", "sft.num_examples"),
     ("data.val_files=[]", "data.val_files"), ("sft.warmup_steps=-1", "sft.warmup_steps"),
+    ("sft.dataset_num_proc=0", "sft.dataset_num_proc"),
 ])
 def test_bad_sft_settings_name_the_field(override, field):
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):

@@ -283,6 +283,40 @@ def eval_done(work: Path, label: str) -> bool:
     return (work / "keep" / "eval" / f"{label}.done").is_file()
 
 
+# what one model's evaluation leaves under keep/ (and in the archive that comes back)
+def evaluation_members(label: str) -> tuple[str, ...]:
+    return (f"bfcl/{label}/", f"bfcl_pass_at_k/{label}/", f"pass_at_k/{label}-validation.json", f"eval-{label}.log")
+
+
+def reuse_base_evaluation(archive: Path, keep: Path, settings: dict[str, Any]) -> dict[str, Any]:
+    """The base model's evaluation from an earlier run's archive instead of a second one: the
+    base is the embedded model itself, the same weights in every run, so only the evaluation
+    settings must match (the archive's state.json ``eval``; a mismatch stops the run here, before
+    anything loads). Its files go where ``evaluate`` would write them, and ``eval/base.done``
+    says where they came from."""
+    import tarfile
+
+    with tarfile.open(archive) as tar:
+        try:
+            earlier = json.load(tar.extractfile("state.json"))
+        except KeyError:
+            raise SystemExit(f"--reuse-base {archive}: no state.json in it (expected an rl_at_scale.tar.gz)") from None
+        if earlier.get("eval") != settings:
+            raise SystemExit(f"--reuse-base {archive}: its evaluation settings {json.dumps(earlier.get('eval'))} "
+                             f"differ from this run's {json.dumps(settings)}; evaluate the base again instead")
+        prefixes = evaluation_members("base")
+        members = [m for m in tar.getmembers() if m.isfile() and m.name.startswith(prefixes)]
+        if not any(m.name == "bfcl/base/run.json" for m in members):
+            raise SystemExit(f"--reuse-base {archive}: the base model's BFCL run (bfcl/base/run.json) is not in it")
+        tar.extractall(keep, members=members, filter="data")
+    record = {"model": "embedded", "reused_from": archive.name, "files": len(members), "timings": {}}
+    done = keep / "eval" / "base.done"
+    done.parent.mkdir(parents=True, exist_ok=True)
+    done.write_text(json.dumps(record, indent=2))
+    log(f"base evaluation reused from {archive.name} ({len(members)} files)")
+    return record
+
+
 def evaluate_worker(args: argparse.Namespace) -> None:
     """BFCL single-turn (greedy), pass@k on validation and on BFCL non-live AST of one model, in
     one process (one vLLM engine); each part resumable or skipped when done."""
@@ -419,6 +453,8 @@ def run(args: argparse.Namespace) -> int:
     keep.mkdir(parents=True, exist_ok=True)
     state_file = keep / "state.json"
     state = json.loads(state_file.read_text()) if state_file.is_file() else {"calls": []}
+    if args.reuse_base and not eval_done(work, "base"):
+        state["base_reused_from"] = reuse_base_evaluation(Path(args.reuse_base), keep, eval_settings(args))["reused_from"]
     ensure_data(args)
     selection = None
     if not all(sft_finished(work, m) for m in args.sft_methods):
@@ -577,6 +613,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--final-reserve-s", type=float, default=None,
                    help="end GRPO this many seconds before the call's deadline (checkpoints kept) and go on "
                         "to the selection and the final evaluation in the same call, whatever max_steps says")
+    r.add_argument("--reuse-base", default=None, metavar="ARCHIVE",
+                   help="an earlier run's rl_at_scale.tar.gz: the base model's evaluation from it (same settings "
+                        "required) instead of evaluating the unchanged base model again beside SFT")
     r.add_argument("--stop-margin-s", type=float, default=100,
                    help="GRPO workers stop this long before the deadline (checkpoint, final validation)")
     w = sub.add_parser("worker", help="(internal) one GRPO variant")

@@ -172,7 +172,7 @@ def build_sft_trainer(config: RunConfig, out_dir: str | Path, device: str, start
         logging_steps=config.logging.logging_steps, eval_strategy="steps", eval_steps=s.eval_steps,
         save_strategy="steps", save_steps=s.save_steps, save_total_limit=keep,
         load_best_model_at_end=s.load_best, metric_for_best_model="eval_loss", greater_is_better=False,
-        gradient_checkpointing=s.gradient_checkpointing,
+        gradient_checkpointing=s.gradient_checkpointing, dataset_num_proc=s.dataset_num_proc,
     )
     ensure_logprob_kernel()
     budget = time_budget(time.perf_counter() if start is None else start, s.time_budget_s)
