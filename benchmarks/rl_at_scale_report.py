@@ -61,9 +61,11 @@ def zero_variance(work: Path) -> dict[str, dict[str, dict[str, float]]]:
 def validation_curves(work: Path, key: str) -> dict[str, list[dict[str, Any]]]:
     """variant -> rows of (step, stage, the selection key and its per-kind columns)."""
     out = {}
+    scheme, k = key.split("_")[0], key.split("@")[-1]  # binary_summary@8 -> kind/<kind>/binary@8
     for path in sorted((work / "runs").glob("*/validation.csv")):
         frame = pd.read_csv(path)
-        columns = ["step", "stage", *[c for c in frame if c == key or c.startswith(key.split("@")[0])]]
+        columns = ["step", "stage", *[c for c in frame if c == key or c.startswith(key.split("@")[0])
+                                      or (c.startswith("kind/") and c.endswith(f"/{scheme}@{k}"))]]
         columns = list(dict.fromkeys(c for c in columns if c in frame))
         out[path.parent.name] = json.loads(frame[columns].to_json(orient="records"))
     return out
@@ -158,6 +160,16 @@ def markdown(result: dict[str, Any]) -> str:
         for variant, kinds in result["zero_variance"].items():
             lines.append(f"- {variant}: " + "; ".join(f"{kind} {v['all_steps']:.2f}/{v['first_tenth']:.2f}/{v['last_tenth']:.2f}"
                                                        for kind, v in kinds.items()))
+    for variant, rows in result.get("validation_curves", {}).items():
+        if not rows:
+            continue
+        columns = [c for c in rows[0] if c not in ("step", "stage")]
+        lines += ["", f"Validation of {variant} (held-out functions; per kind):", "",
+                  "| step | stage | " + " | ".join(c.replace("kind/", "") for c in columns) + " |",
+                  "|---|---|" + "---|" * len(columns)]
+        lines += [f"| {r['step']} | {r['stage']} | " + " | ".join(f"{r[c]:.3f}" for c in columns) + " |" for r in rows]
+    if result.get("diagnosis"):
+        lines += ["", "## Reading", "", result["diagnosis"]]
     if result.get("training"):
         lines += ["", f"Training: {json.dumps(result['training'])}"]
     if result.get("commands"):
@@ -188,8 +200,11 @@ def report(args: argparse.Namespace) -> dict[str, Any]:
                 for k in ("steps", "epochs_done", "best_step", "best_eval_loss", "seconds", "tokens")}
             for m in state["sft_methods"] if (work / "sft" / m / "sft.json").is_file()}},
         commands=[*args.command, "python -m benchmarks.gpu.rl_at_scale report " + " ".join(
-            f"--{k.replace('_', '-')} {v}" for k, v in (("archive", args.archive), ("work", args.work)) if v)])
+            f"--{k.replace('_', '-')} {v}" for k, v in (("archive", args.archive), ("work", args.work),
+                                                        ("note", args.note)) if v)])
     result["goals"] = goals(result["comparisons"], result["models"])
+    if args.note:
+        result["diagnosis"] = Path(args.note).read_text().strip()
     result["figures"] = figures(result, Path(args.figures))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

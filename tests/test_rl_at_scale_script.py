@@ -252,3 +252,20 @@ def test_an_unfinished_bfcl_sampling_is_reported_as_not_measured(tmp_path, monke
                             "zero_variance": {}, "models": {}, "comparisons": []})
     assert "- base, bfcl_non_live_ast: not measured, its sampling did not finish" in text
     assert "- sft, bfcl_non_live_ast (n=4): @1 0.250, @4 0.500" in text
+
+
+def test_validation_curves_keep_the_selection_key_and_its_kinds(tmp_path):
+    from benchmarks.rl_at_scale_report import markdown, validation_curves
+
+    folder = tmp_path / "runs" / "g16-full"
+    folder.mkdir(parents=True)
+    pd.DataFrame({"step": [250, 500], "stage": ["grpo", "final"], "binary_summary@8": [0.8, 0.83],
+                  "kind/simple/binary@8": [0.9, 0.85], "kind/simple/weighted@8": [0.5, 0.5],
+                  "weighted_summary@8": [0.5, 0.52], "seconds": [5.0, 6.0]}).to_csv(folder / "validation.csv", index=False)
+    rows = validation_curves(tmp_path, "binary_summary@8")["g16-full"]
+    assert rows == [{"step": 250, "stage": "grpo", "binary_summary@8": 0.8, "kind/simple/binary@8": 0.9},
+                    {"step": 500, "stage": "final", "binary_summary@8": 0.83, "kind/simple/binary@8": 0.85}]
+    text = markdown({"selection": {"sft": {}, "grpo": {}}, "goals": {}, "pass_at_k": {}, "zero_variance": {},
+                     "models": {}, "comparisons": [], "validation_curves": {"g16-full": rows},
+                     "diagnosis": "RL sharpened what SFT sampled."})
+    assert "| 500 | final | 0.830 | 0.850 |" in text and "## Reading\n\nRL sharpened what SFT sampled." in text

@@ -648,6 +648,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--figures", default=str(ROOT / "figures"))
     p.add_argument("--command", action="append", default=[], help="a GPU command that produced the archive")
     p.add_argument("--n-boot", type=int, default=10_000)
+    p.add_argument("--note", default=None, help="a file whose text (the reading of the result) goes into both files")
     args = parser.parse_args(argv)
     if getattr(args, "lane", None) == "":
         args.lane = None
