@@ -1,5 +1,7 @@
-"""Figures of issue 18's single-turn results, drawn from the committed JSON in benchmarks/results
-(``rl_single_turn*.json``, ``rl_single_turn*_diagnosis.json``), for notebooks 03 and 05."""
+"""Figures and tables of the committed single-turn GPU results, drawn from their JSON in
+benchmarks/results (``rl_single_turn*.json``, ``rl_single_turn*_diagnosis.json``, and
+``rl_at_scale.json``, which has the same shape plus pass@k curves and zero-variance shares), for
+notebooks 03 and 05."""
 
 from __future__ import annotations
 
@@ -28,6 +30,37 @@ def comparison_table(result: dict[str, Any], a: str = "primed", b: str = "grpo")
         raise ValueError(f"no comparison {a} -> {b} in the result (pairs: "
                          f"{sorted({(r['a'], r['b']) for r in result.get('comparisons', [])})})")
     return pd.DataFrame(rows).rename(columns={"metric": "category"})[["category", "n", "diff", "ci_low", "ci_high"]]
+
+
+def pass_at_k_curves(result: dict[str, Any]) -> pd.DataFrame:
+    """A result's ``pass_at_k`` (model -> split -> curves) as one row per (model, split) and
+    columns ``pass@1`` ... ``pass@n``, plus ``gap`` = pass@(largest k) − pass@(smallest k): how
+    much more n samples find than one, the most RL could sharpen into pass@1. A split's curve is
+    its ``overall`` (our splits) or ``non_live_ast`` (BFCL); a split whose sampling did not
+    finish (no curve) is left out."""
+    rows = {}
+    for model, splits in result.get("pass_at_k", {}).items():
+        for split, curves in splits.items():
+            curve = curves.get("overall") or curves.get("non_live_ast")
+            if curve:
+                rows[(model, split)] = {int(k): float(v) for k, v in curve.items()}
+    if not rows:
+        raise ValueError("no pass@k curves in the result (its key 'pass_at_k' is empty or missing)")
+    frame = pd.DataFrame.from_dict(rows, orient="index").sort_index(axis=1)
+    frame.index.names = ["model", "split"]
+    frame["gap"] = frame[frame.columns.max()] - frame[frame.columns.min()]
+    return frame.rename(columns=lambda k: k if k == "gap" else f"pass@{k}")
+
+
+def zero_variance_table(result: dict[str, Any], variant: str | None = None) -> pd.DataFrame:
+    """Share of GRPO groups whose completions all got one reward (no gradient), per prompt kind
+    (``all`` = every group): over all steps, the first and the last tenth of training. ``variant``
+    defaults to the GRPO variant the result selected."""
+    shares = result.get("zero_variance", {})
+    variant = variant or result.get("selection", {}).get("grpo", {}).get("chosen")
+    if variant not in shares:
+        raise ValueError(f"no zero-variance shares for variant {variant!r} (variants: {sorted(shares)})")
+    return pd.DataFrame(shares[variant]).T[["all_steps", "first_tenth", "last_tenth"]]
 
 
 def plot_comparisons(result_path: str | Path, path: str | Path, a: str = "primed", b: str = "grpo") -> Path:
