@@ -65,3 +65,27 @@ def test_report_command_leaves_the_note_texts_out():
     argv = ["x.py", "report", "--note", "a b", "--work", "w", "--note", "--partial"]
     assert script.report_command(argv) == "x.py report --work w --note ... (the notes below)"
     assert script.report_command(["x.py", "report"]) == "x.py report"
+
+
+def test_final_reserve_ends_grpo_and_evaluates_in_the_same_call(tmp_path, tiny_model_dir):
+    """--final-reserve-s: GRPO far from max_steps stops in time, and the same call selects, evaluates our
+    test tasks, merges the selected best/ and generates its BFCL; the next call trains nothing."""
+    work, out = tmp_path / "work", tmp_path / "out"
+    run = ["run", "--work", str(work), "--out", str(out), "--device", "cpu", "--tiny", str(tiny_model_dir),
+           "--own-tasks", "2", "--bfcl-limit", "1", "--bfcl-max-new-tokens", "4", "--bfcl-max-live", "4",
+           "--stagger-s", "1", "--variants", "shaped-g8", "--set", "grpo.max_steps=100000",
+           "--budget-s", "330", "--final-reserve-s", "150", "--stop-margin-s", "90"]
+    first = _script(*run)
+    assert "GRPO stopped by --final-reserve-s at steps" in first.stdout, first.stdout[-2000:]
+    assert "selected on validation success: shaped-g8" in first.stdout
+    # the tiny model's flat reward leaves its adapter a no-op: the merge refuses it, BFCL takes the adapter
+    assert "merge of shaped-g8/best refused" in first.stdout and "no-op" in (work / "keep" / "merge.log").read_text()
+    state = json.loads((work / "keep" / "gpu_run.json").read_text())
+    steps = state["grpo_stopped_by_time"]["shaped-g8"]
+    assert 1 <= steps < 100000 and set(state["own"]) == {"primed", "grpo"}
+    assert (work / "keep" / "bfcl" / "grpo" / "generations" / "multi_turn_base.jsonl").is_file()
+    validation = (work / "runs" / "shaped-g8" / "validation.csv").read_text()
+    assert "\n0,base," in validation  # the curve's step 0: the variant's start (the primed model) before GRPO
+    second = _script(*run)
+    assert "trained:" not in second.stdout and "already generated, skipped" in second.stdout
+    assert json.loads((work / "keep" / "gpu_run.json").read_text())["calls"][-1]["done"] is True

@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -44,7 +46,7 @@ from typing import Any
 from benchmarks.gpu import bfcl_multi_turn as bmt
 from benchmarks.gpu import time_limit
 from benchmarks.gpu.lanes import Job, run_lanes
-from toolrl_lib.evaluate.backends import VLLM_MEMORY_ENV
+from toolrl_lib.evaluate.backends import VLLM_KV_CACHE_ENV, VLLM_MEMORY_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = "configs/multi_turn_embedded_gpu.yaml"
@@ -104,12 +106,13 @@ def base_overrides(args: argparse.Namespace) -> list[str]:
 
 
 def variant_config(args: argparse.Namespace, variant: str, primed: Path) -> Any:
-    """A variant: the config plus its overrides (then --set), from the primed model (no second priming)."""
+    """A variant: the config plus its overrides (then --set), from the primed model (no second priming;
+    its first call validates the primed model: the curves' step 0)."""
     from toolrl_lib.train.config import load_run_config
 
     return load_run_config(ROOT / CONFIG, [*(TINY if args.tiny else []), *VARIANTS[variant], f"device={args.device}",
                                            *args.set, f"model.name={primed}", "priming.enabled=false",
-                                           "validation.before_training=false", f"name={variant}"])
+                                           f"name={variant}"])
 
 
 def worker(args: argparse.Namespace) -> int:
@@ -127,6 +130,25 @@ def worker(args: argparse.Namespace) -> int:
           callbacks=[time_limit.time_limit(args.train_seconds, seen)])
     time_limit.record_call(folder, seen, time.time() - t0)
     return 0
+
+
+def merge_best(run: Path, merged: Path, keep: Path, state: dict[str, Any]) -> Path | None:
+    """The selected variant's best/ adapter merged into a full model (verified; once): vLLM, BFCL's
+    fast path, takes full models only. None (and merge.log says why) when the merge was refused."""
+    if (merged / "config.json").is_file():
+        return merged
+    t0 = time.time()
+    command = [sys.executable, "-m", "toolrl_lib.cli", "merge", "--run", str(run), "--checkpoint", "best",
+               "--out", str(merged)]
+    with (keep / "merge.log").open("a") as out:
+        done = subprocess.run(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, check=False)
+    if done.returncode != 0:
+        log(f"merge of {run.name}/best refused or failed (exit {done.returncode}; merge.log says why): "
+            "its BFCL runs from the adapter")
+        return None
+    state["timings"]["merge_s"] = round(time.time() - t0, 1)
+    log(f"merged {run.name}/best in {state['timings']['merge_s']:.0f} s")
+    return merged
 
 
 def select_variant(work: Path, variants: list[str]) -> dict[str, Any]:
@@ -171,9 +193,14 @@ def run(args: argparse.Namespace) -> int:
         state["timings"]["prime_s"] = round(time.time() - t1, 1)
         log(f"primed in {state['timings']['prime_s']:.0f} s")
     release_gpu_memory()
-    todo = [v for v in args.variants if not time_limit.worker_state(work / "runs" / v).get("finished")]
-    # vLLM engines sharing one GPU: each takes a share, and they start apart (each profiles free memory)
+    # once a variant is selected (all finished, or ended by the final reserve) GRPO is over
+    todo = [] if (keep / "selection.json").is_file() else [
+        v for v in args.variants if not time_limit.worker_state(work / "runs" / v).get("finished")]
+    # vLLM engines sharing one GPU: each takes a share, and they start apart (each profiles free memory);
+    # BFCL's engines get a fixed KV cache: vLLM's profiling beside growing trainers can come out negative
     os.environ.setdefault(VLLM_MEMORY_ENV, str(args.eval_memory))
+    if args.eval_kv_gib:
+        os.environ.setdefault(VLLM_KV_CACHE_ENV, str(args.eval_kv_gib))
 
     def primed_side() -> None:
         time.sleep(len(todo) * args.stagger_s)
@@ -181,20 +208,33 @@ def run(args: argparse.Namespace) -> int:
 
     side = threading.Thread(target=primed_side, daemon=True)
     side.start()  # BFCL of the primed model while the variants train
-    if todo:
+    # --final-reserve-s: GRPO ends that long before the deadline, however far it got, so that the
+    # selection, our test tasks and the GRPO model's BFCL run in the same call (no weights carried)
+    train_deadline = deadline - (args.final_reserve_s or 0)
+    if todo and train_deadline - time.time() > args.stop_margin_s + 30:
         t1 = time.time()
-        train_seconds = max(30, int(deadline - time.time() - args.stop_margin_s))
+        train_seconds = max(30, int(train_deadline - time.time() - args.stop_margin_s))
         jobs = [Job(f"grpo-{v}", [sys.executable, "-m", "benchmarks.gpu.rl_multi_turn_gpu", "worker", "--work", str(work),
                                   "--variant", v, "--train-seconds", str(train_seconds - i * args.stagger_s),
                                   "--start-delay-s", str(i * args.stagger_s), "--device", args.device,
                                   *(["--tiny", args.tiny] if args.tiny else []), *[f"--set={x}" for x in args.set]],
-                    log=keep / f"grpo-{v}.log", append_log=True, env={"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "4"})
+                    # each its own torch.distributed port: TRL's colocated vLLM of a second variant met
+                    # EADDRINUSE on 29500 on the H200 (2026-12-04)
+                    log=keep / f"grpo-{v}.log", append_log=True,
+                    env={"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "4", "MASTER_PORT": str(29510 + i)})
                 for i, v in enumerate(todo)]
-        run_lanes(jobs, [None] * len(jobs), deadline - 25, say=log)
+        # killed by then at the latest (a worker stops --stop-margin-s before it, with a checkpoint)
+        run_lanes(jobs, [None] * len(jobs), train_deadline - (0 if args.final_reserve_s else 25), say=log)
         state["timings"]["train_s"] = round(state["timings"].get("train_s", 0) + time.time() - t1, 1)
         log(f"trained: {json.dumps({v: time_limit.worker_state(work / 'runs' / v).get('step') for v in args.variants})}")
     finished = all(time_limit.worker_state(work / "runs" / v).get("finished") for v in args.variants)
-    if finished and set(state["own"]) != set(PAIR):
+    if not finished and args.final_reserve_s and "grpo_stopped_by_time" not in state:
+        state["grpo_stopped_by_time"] = {v: time_limit.worker_state(work / "runs" / v).get("step") for v in args.variants}
+        log(f"GRPO stopped by --final-reserve-s at steps {json.dumps(state['grpo_stopped_by_time'])}")
+    scored = any(math.isfinite(v) for v in select_variant(work, args.variants)["scores"].values())
+    if not scored and (finished or args.final_reserve_s):
+        log("no variant reached a validation score (see keep/grpo-*.log): nothing to select or evaluate")
+    elif (finished or args.final_reserve_s) and set(state["own"]) != set(PAIR):
         selection = select_variant(work, args.variants)
         (keep / "selection.json").write_text(json.dumps(selection, indent=2))
         log(f"selected on validation success: {selection['chosen']} ({json.dumps(selection['scores'])})")
@@ -210,7 +250,9 @@ def run(args: argparse.Namespace) -> int:
         release_gpu_memory()
     if (keep / "selection.json").is_file():
         chosen = work / "runs" / json.loads((keep / "selection.json").read_text())["chosen"]
-        generate([("grpo", str(chosen / "best"))], bfcl, settings, deadline - 20)
+        # merged: BFCL through vLLM; a merge refused (e.g. a no-op adapter) leaves the adapter to transformers
+        model = merge_best(chosen, work / "grpo_model", keep, state) or chosen / "best"
+        generate([("grpo", str(model))], bfcl, settings, deadline - 20)
     side.join()
     done = all((bfcl / label / "timing.json").is_file() for label in PAIR) and set(state["own"]) == set(PAIR)
     state["calls"].append({"command": " ".join(sys.argv), "seconds": round(time.time() - t0, 1), "done": done})
@@ -231,7 +273,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def report(args: argparse.Namespace) -> int:
-    from toolrl_lib.envs.evaluate import read_rows
+    from toolrl_lib.envs.evaluate import read_rows, success_groups
     from toolrl_lib.evaluate.analysis import compare_dirs
     from toolrl_lib.evaluate.stats import paired_bootstrap
 
@@ -242,7 +284,8 @@ def report(args: argparse.Namespace) -> int:
     missing = [label for label in PAIR if not (work / "bfcl" / label / "timing.json").is_file()]
     if missing and not args.partial:
         raise SystemExit(f"BFCL generation of {missing} is not finished: run the GPU phase again (or --partial)")
-    rows = {label: bmt.category_rows(label, work / "bfcl" / label)[0] for label in PAIR}
+    # a model whose BFCL generation did not finish is not scored (--partial): no BFCL comparison then
+    rows = {label: [] if label in missing else bmt.category_rows(label, work / "bfcl" / label)[0] for label in PAIR}
     own = {label: {r["task_id"]: r for r in read_rows(work / "own" / f"{label}.jsonl")} for label in PAIR}
     models: dict[str, dict[str, Any]] = {}
     for label in PAIR:
@@ -250,23 +293,34 @@ def report(args: argparse.Namespace) -> int:
         models[label].update({f"bfcl_{r['category']}_turns_passed": r["turns_passed_share"] for r in rows[label]})
         models[label]["own_task_success"] = sum(bool(r["success"]) for r in own[label].values()) / len(own[label])
         models[label]["own_tasks"] = len(own[label])
-    table = compare_dirs(work / "bfcl" / "primed", work / "bfcl" / "grpo")
-    comparisons = [{"a": "primed", "b": "grpo", "metric": f"bfcl_{r['category']}", "n": int(r["n"]),
-                    "diff": float(r["diff"]), "ci_low": float(r["ci_low"]), "ci_high": float(r["ci_high"]),
-                    "mcnemar_p": float(r["mcnemar_p"]) if r.get("mcnemar_p") is not None else None}
-                   for _, r in table[table["category"].isin(CATEGORIES)].iterrows()]
+    comparisons = []
+    if not missing:
+        table = compare_dirs(work / "bfcl" / "primed", work / "bfcl" / "grpo")
+        comparisons = [{"a": "primed", "b": "grpo", "metric": f"bfcl_{r['category']}", "n": int(r["n"]),
+                        "diff": float(r["diff"]), "ci_low": float(r["ci_low"]), "ci_high": float(r["ci_high"]),
+                        "mcnemar_p": float(r["mcnemar_p"]) if r.get("mcnemar_p") is not None else None}
+                       for _, r in table[table["category"].isin(CATEGORIES)].iterrows()]
     ids = sorted(set(own["primed"]) & set(own["grpo"]))
     diff = paired_bootstrap([float(own["primed"][i]["success"]) for i in ids],
                             [float(own["grpo"][i]["success"]) for i in ids])
     comparisons.append({"a": "primed", "b": "grpo", "metric": "own_task_success", "n": diff.n, "diff": diff.diff,
                         "ci_low": diff.ci_low, "ci_high": diff.ci_high})
+    # our test tasks by kind and by app (a task across two apps counts for both): where GRPO moved
+    by_group: dict[str, dict[str, dict[str, float]]] = {}
+    for field in ("kind", "app"):
+        groups = {label: success_groups([own[label][i] for i in ids], field) for label in PAIR}
+        by_group[field] = {name: {"n": len(values), **{label: round(sum(groups[label][name]) / len(values), 4)
+                                                       for label in PAIR}}
+                           for name, values in sorted(groups["primed"].items())}
     selection = json.loads((work / "selection.json").read_text())
     chosen_csv = work / "runs" / selection["chosen"] / "validation.csv"
     validation = chosen_csv.read_text() if chosen_csv.is_file() else ""
     result = {"selected_on": "validation",
               "selection": {**selection, "validation_csv": validation,
                             "note": "the variant with the best validation success (never BFCL or our test split)"},
-              "models": models, "comparisons": comparisons, "bfcl_rows": rows["primed"] + rows["grpo"],
+              "models": models, "comparisons": comparisons, "own_by_kind": by_group["kind"],
+              "own_by_app": by_group["app"], "grpo_stopped_by_time": info.get("grpo_stopped_by_time"),
+              "bfcl_rows": rows["primed"] + rows["grpo"],
               "timings": info["timings"], "gpu_calls": info["calls"], "overrides": info["overrides"],
               "variants": {v: json.loads((work / "runs" / v / "worker.json").read_text())
                            for v in info.get("variants", []) if (work / "runs" / v / "worker.json").is_file()},
@@ -295,18 +349,27 @@ def to_markdown(result: dict[str, Any], info: dict[str, Any]) -> str:
     models, b = result["models"], info["bfcl_settings"]
     n_bfcl = {c["metric"]: c["n"] for c in result["comparisons"]}
     scope = "all entries" if info["bfcl_limit"] is None else f"first {info['bfcl_limit']} entries"
-    lines = ["# Multi-turn GRPO (issue 20): GRPO - primed", "",
+    stopped = result.get("grpo_stopped_by_time")
+    lines = ["# Multi-turn GRPO in our environments: GRPO - primed", "",
              f"Embedded SmolLM2-135M, {CONFIG} with `{' '.join(info['overrides'])}`; BFCL v4 multi-turn: {scope} "
              f"of each category (BFCL's official checker, our loop; step budget {b['max_new_tokens']} new tokens, "
              f"compact docs {b['compact_docs']}); our test split: {info['own_tasks']} tasks. Paired bootstrap 95% "
              f"CIs. Selection on validation success (never BFCL or test): **{result['selection']['chosen']}** of "
              f"{json.dumps(result['selection']['scores'])}; steps per variant: "
              f"{json.dumps({v: w.get('step') for v, w in result.get('variants', {}).items()})}.", "",
+             *([f"GRPO ended by the call's final reserve (--final-reserve-s) at steps {json.dumps(stopped)}, "
+                "before max_steps; the selection and the evaluations ran in the same call.", ""] if stopped else []),
              "| metric | n | primed | GRPO | GRPO - primed | 95% CI |", "| --- | --- | --- | --- | --- | --- |"]
     for c in result["comparisons"]:
         lines.append(f"| {c['metric']} | {n_bfcl[c['metric']]} | {models['primed'].get(c['metric'], float('nan')):.3f} | "
                      f"{models['grpo'].get(c['metric'], float('nan')):.3f} | {c['diff']:+.3f} | "
                      f"[{c['ci_low']:+.3f}, {c['ci_high']:+.3f}] |")
+    for field in ("kind", "app"):
+        groups = result[f"own_by_{field}"]
+        lines += ["", f"Our test tasks by {field} (episode success share):", "",
+                  f"| {field} | n | primed | GRPO | GRPO - primed |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {name} | {g['n']} | {g['primed']:.3f} | {g['grpo']:.3f} | {g['grpo'] - g['primed']:+.3f} |"
+                  for name, g in groups.items()]
     lines += ["", "BFCL detail (turns passed: mean share of an entry's turns before the checker failed it):", "",
               "| model | category | n | accuracy | turns passed | over window | force-terminated | steps/entry |",
               "|" + " --- |" * 8]
@@ -315,7 +378,8 @@ def to_markdown(result: dict[str, Any], info: dict[str, Any]) -> str:
                      f"{bmt._f(r['turns_passed_share'])} | {bmt._f(r['over_window_share'])} | "
                      f"{r['force_terminated']} | {bmt._f(r['steps_per_entry'], 2)} |")
     if result["incomplete"]:
-        lines += ["", f"**Incomplete**: BFCL generation of {result['incomplete']} did not finish; their n is smaller."]
+        lines += ["", f"**Incomplete**: BFCL generation of {result['incomplete']} did not finish in the call: not "
+                  "scored, so no BFCL comparison (the detail above lists the models that finished)."]
     lines += ["", "Validation of the selected variant (our val split; success is episode success, per kind too):", "", "```",
               result["selection"]["validation_csv"].strip(), "```", "",
               f"GPU timings (s): {json.dumps(info['timings'])}; device calls: "
@@ -344,9 +408,16 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--tiny", default=None, help="a tiny model folder: CPU test of the chain")
     r.add_argument("--variants", default="shaped-g8,success-g8", type=lambda text: [v for v in text.split(",") if v],
                    help=f"GRPO variants side by side, among {list(VARIANTS)}")
-    r.add_argument("--stagger-s", type=float, default=45,
-                   help="the GPU processes of a call start this far apart (vLLM profiles free memory at start)")
+    r.add_argument("--stagger-s", type=float, default=120,
+                   help="the GPU processes of a call start this far apart: vLLM's start-up profiling asserts when "
+                        "another process frees GPU memory meanwhile (it did on the H200 at 45 s apart)")
     r.add_argument("--eval-memory", type=float, default=0.15, help="GPU memory share of a BFCL vLLM engine")
+    r.add_argument("--eval-kv-gib", type=float, default=12,
+                   help="fixed KV cache (GiB) of a BFCL vLLM engine (0: vLLM profiles free memory)")
+    r.add_argument("--final-reserve-s", type=float, default=None,
+                   help="end GRPO this many seconds before the budget (checkpoints kept) and go on to the "
+                        "selection, our test tasks and the GRPO model's BFCL in the same call, whatever "
+                        "max_steps says")
     r.add_argument("--stop-margin-s", type=float, default=150,
                    help="variants stop this long before the budget (checkpoint, final validation, own tasks)")
     w = sub.add_parser("worker", help="(internal) one GRPO variant")

@@ -58,8 +58,7 @@
 #   python -m benchmarks.gpu.rl_multi_turn_gpu report --archive rl_multi_turn.tar.gz --work runs/rl_multi_turn
 # Issue 39 (one H200): the same mtrl chain after 1, vllm1, vllm2 (vLLM plays the episode steps: the config's
 #   grpo.vllm.mode colocate); MTRL_VARIANTS=shaped-g8,success-g8 (default) or shaped-g16; each call resumes
-#   every variant from its checkpoint (300 steps need several calls; the step time with vLLM is not measured).
-#   Tested on CPU only (pytest -m gpu_harness tests/test_multi_turn_gpu_script.py).
+#   every variant from its checkpoint; or detached in one session: mtrlbg (below, after issue 38's notes).
 # Issue 18 (one H200, ~20 min of device time; kind nvidia-h200; backend peft, so no bnb/unsloth):
 #   1 [.whl/gguf1 .whl/base .whl/ds data/processed/smoke], then
 #   18 [.whl/gguf2 data/processed/smoke]  model, priming, I18_VARIANTS side by side on GPU 0 (same primed
@@ -114,10 +113,23 @@
 #      --sft-set sft.batch_size=32 --sft-set sft.gradient_accumulation_steps=1 --final-reserve-s 300
 #      --stop-margin-s 60 --val-limit 256 --bfcl-limit 50" 38bg [.whl/gguf2], then watch calls: GRPO ends
 #      --final-reserve-s before the budget, however far it got, and the selected variant is evaluated in the same run.
-#   Issue 39 likewise: mtrlbg with MTRL_BUDGET=<seconds> [.whl/gguf2], then watch calls.
 #   then here: python -m benchmarks.gpu.rl_at_scale report --archive rl_at_scale.tar.gz --work runs/rl_at_scale \
 #      --command "python -m benchmarks.gpu.rl_at_scale run --work /tmp/ras --out \$OUT --sft-set sft.epochs=1 ..."
-#   Tested on CPU only (pytest -m gpu_harness tests/test_rl_at_scale_script.py); not yet run on a GPU.
+#   Run 3 (2026-12-04, the committed benchmarks/results/rl_at_scale.md; 1,585 s held, setup ~104 s): 1, vllm1,
+#      vllm2, then RAS_VARIANTS=g16-full RAS_BUDGET=1560 RAS_ARGS="--sft-methods full --sft-set sft.batch_size=32
+#      --sft-set sft.gradient_accumulation_steps=1 --final-reserve-s 270 --stop-margin-s 60 --val-limit 256
+#      --bfcl-limit 50 --reuse-base runs/rl_at_scale_run2.tar.gz --set grpo.max_steps=1000
+#      --set validation.every_steps=250 --set checkpoint.save_steps=500" 38bg [.whl/gguf2 runs/rl_at_scale_run2.tar.gz],
+#      then WATCH_S=570 watch x3: SFT full 1 epoch 274 s, GRPO 1,000 steps in 923 s, chain 1,482 s.
+#   Issue 39 likewise: 1, vllm1, vllm2, then MTRL_BUDGET=<device s left - ~120> MTRL_ARGS="--final-reserve-s <s>"
+#      mtrlbg [.whl/gguf2], then WATCH_S=570 watch calls until it says "ended" -> $OUT/rl_multi_turn.tar.gz; GRPO ends
+#      --final-reserve-s before the budget (selection, our test tasks, the merge, the GRPO model's BFCL after it).
+#      Ran 2026-12-04 (benchmarks/results/rl_multi_turn.md; the session's time went mostly to a lost machine and two
+#      failed launches): MTRL_BUDGET=740 MTRL_VARIANTS=shaped-g8 MTRL_ARGS="--stagger-s 120 --final-reserve-s 230
+#      --stop-margin-s 80 --own-tasks 192 --bfcl-limit 50 --set grpo.max_steps=600 --set grpo.per_device_train_batch_size=16
+#      --set grpo.gradient_accumulation_steps=2 --set validation.every_steps=50": 163 steps in 472 s; the reserve was
+#      too short for the GRPO model's BFCL (vLLM start ~40 s, then ~1 s an entry). With a full session: both variants
+#      (each its own MASTER_PORT, 120 s apart), MTRL_BUDGET ~1,500, --final-reserve-s ~450.
 set -uo pipefail
 export PYTHONPATH=/tmp/site:/tmp/vllm-site:$PWD TOOLRL_CACHE=/tmp/toolrl-cache HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 export VLLM_USE_FLASHINFER_SAMPLER=0  # flashinfer is not in the bundle: vLLM's own sampler
