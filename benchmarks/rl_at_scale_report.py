@@ -99,6 +99,13 @@ def goals(comparisons: list[dict[str, Any]], models: dict[str, Any]) -> dict[str
     return out
 
 
+def repo_path(path: str | Path) -> str:
+    """``path`` relative to the repository when inside it: result files name no machine's folders."""
+    path = Path(path).resolve()
+    root = Path(__file__).resolve().parents[1]
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
 def figures(result: dict[str, Any], folder: Path) -> list[str]:
     from toolrl_lib.evaluate.plots import plot_pass_at_k
     from toolrl_lib.plotting import save_figure
@@ -111,7 +118,7 @@ def figures(result: dict[str, Any], folder: Path) -> list[str]:
             if curve:
                 panels.setdefault(split, {})[model] = curve
     if panels:
-        written.append(str(plot_pass_at_k(panels, folder / "07_rl_at_scale_pass_at_k.png")))
+        written.append(repo_path(plot_pass_at_k(panels, folder / "07_rl_at_scale_pass_at_k.png")))
     key = result["selection"]["grpo"].get("key")
     if result["validation_curves"] and key:
         import matplotlib.pyplot as plt
@@ -126,7 +133,7 @@ def figures(result: dict[str, Any], folder: Path) -> list[str]:
         ax.set_title("GRPO from the SFT model: validation (held-out functions)")
         ax.grid(alpha=0.3)
         ax.legend()
-        written.append(str(save_figure(fig, folder / "07_rl_at_scale_validation.png", dpi=120)))
+        written.append(repo_path(save_figure(fig, folder / "07_rl_at_scale_validation.png", dpi=120)))
     return written
 
 

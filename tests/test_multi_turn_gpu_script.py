@@ -63,8 +63,10 @@ def test_report_command_leaves_the_note_texts_out():
     from benchmarks.gpu import rl_multi_turn_gpu as script
 
     argv = ["x.py", "report", "--note", "a b", "--work", "w", "--note", "--partial"]
-    assert script.report_command(argv) == "x.py report --work w --note ... (the notes below)"
-    assert script.report_command(["x.py", "report"]) == "x.py report"
+    module = "python -m benchmarks.gpu.rl_multi_turn_gpu"
+    assert script.report_command(argv) == f"{module} report --work w --note ... (the notes below)"
+    assert script.report_command(["x.py", "report"]) == f"{module} report"
+    assert script.module_command(["/host/path/rl_multi_turn_gpu.py", "run", "--work", "w"]) == f"{module} run --work w"
 
 
 def test_final_reserve_ends_grpo_and_evaluates_in_the_same_call(tmp_path, tiny_model_dir):

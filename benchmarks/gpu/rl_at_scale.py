@@ -82,6 +82,10 @@ TINY_GRPO = ["grpo.num_generations=2", "grpo.generation_batch_size=4", "grpo.per
              "fast.group_batches=false", "logging.logging_steps=1", "data.max_train_examples=16", "data.max_prompt_tokens=3800", "model.max_seq_length=4096"]
 
 
+def module_command(argv: list[str]) -> str:
+    """This call as the command that reproduces it (``python -m``, not the script's path on the host)."""
+    return " ".join(["python -m benchmarks.gpu.rl_at_scale", *argv[1:]])
+
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
@@ -479,7 +483,7 @@ def run(args: argparse.Namespace) -> int:
             run_final(args, work, deadline)
     done = all(eval_done(work, label) for label in LABELS)
     progress = {v: worker_state(work, v).get("step") for v in args.variants}
-    state["calls"].append({"command": " ".join(sys.argv), "seconds": round(time.time() - t0, 1), "done": done,
+    state["calls"].append({"command": module_command(sys.argv), "seconds": round(time.time() - t0, 1), "done": done,
                            "grpo_steps": progress})
     state.update(variants=args.variants, sft_methods=args.sft_methods, overrides=args.set, sft_overrides=args.sft_set,
                  eval=eval_settings(args), tiny=bool(args.tiny))

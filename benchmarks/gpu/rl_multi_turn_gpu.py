@@ -67,6 +67,10 @@ VARIANTS: dict[str, list[str]] = {
 }
 
 
+def module_command(argv: list[str]) -> str:
+    """This call as the command that reproduces it (``python -m``, not the script's path on the host)."""
+    return " ".join(["python -m benchmarks.gpu.rl_multi_turn_gpu", *argv[1:]])
+
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
@@ -255,7 +259,7 @@ def run(args: argparse.Namespace) -> int:
         generate([("grpo", str(model))], bfcl, settings, deadline - 20)
     side.join()
     done = all((bfcl / label / "timing.json").is_file() for label in PAIR) and set(state["own"]) == set(PAIR)
-    state["calls"].append({"command": " ".join(sys.argv), "seconds": round(time.time() - t0, 1), "done": done})
+    state["calls"].append({"command": module_command(sys.argv), "seconds": round(time.time() - t0, 1), "done": done})
     state.update(overrides=overrides, variants=args.variants, own_tasks=args.own_tasks, bfcl_limit=args.bfcl_limit,
                  bfcl_settings={k: v for k, v in vars(settings).items() if k != "pack"})
     state_file.write_text(json.dumps(state, indent=2))
@@ -337,8 +341,8 @@ def report(args: argparse.Namespace) -> int:
 
 def report_command(argv: list[str]) -> str:
     """The report's command line without its --note texts (they are printed as notes)."""
-    kept, skip = [], False
-    for arg in argv:
+    kept, skip = ["python -m benchmarks.gpu.rl_multi_turn_gpu"], False
+    for arg in argv[1:]:
         if not skip and arg != "--note":
             kept.append(arg)
         skip = arg == "--note" and not skip
