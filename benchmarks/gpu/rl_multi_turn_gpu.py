@@ -71,6 +71,7 @@ def module_command(argv: list[str]) -> str:
     """This call as the command that reproduces it (``python -m``, not the script's path on the host)."""
     return " ".join(["python -m benchmarks.gpu.rl_multi_turn_gpu", *argv[1:]])
 
+
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
