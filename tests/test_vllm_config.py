@@ -432,3 +432,15 @@ def test_validation_vllm_is_a_config_field():
 
     assert load_run_config(None, ["device=cpu"]).validation.vllm is True
     assert load_run_config(None, ["device=cpu", "validation.vllm=false"]).validation.vllm is False
+
+
+def test_compile_layers_needs_vllm_for_every_generation():
+    """fast.compile_layers: the layers serve the loss forwards only; whatever would send
+    transformers' generate through them (no vLLM, sleep mode, server-mode validation) is refused."""
+    assert config(*GPU, "grpo.vllm.mode=colocate", "fast.compile_layers=true").fast.compile_layers
+    assert config(*GPU, "grpo.vllm.mode=server", "validation.enabled=false", "fast.compile_layers=true")
+    for refused in (["grpo.vllm.mode=off"], ["grpo.vllm.mode=colocate", "grpo.vllm.enable_sleep_mode=true"],
+                    ["grpo.vllm.mode=server"], ["grpo.vllm.mode=colocate", "validation.vllm=false"],
+                    ["grpo.vllm.mode=colocate", "backend=unsloth"]):
+        text = problems(*GPU, *refused, "fast.compile_layers=true")
+        assert "fast.compile_layers" in text and "recompile them per layer" in text, refused

@@ -69,6 +69,13 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
                         "a different recipe, fewer and larger steps", VLLM + [NODETOK, BF16_LORA, *GROUPED_SHARED,
                         "grpo.vllm.importance_sampling_correction=false", "grpo.per_device_train_batch_size=128",
                         "grpo.gradient_accumulation_steps=1"]),
+    "vllm_fast_shared_compiled": ("vllm_fast_shared + the trainer's decoder layers compiled once for all layers "
+                                  "(fast.compile_layers)", VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA,
+                                  *GROUPED_SHARED, "fast.compile_layers=true"]),
+    "vllm_fast_shared_nois_compiled": ("vllm_fast_shared_nois + compiled decoder layers (fast.compile_layers)",
+                                       VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED,
+                                       "grpo.vllm.importance_sampling_correction=false",
+                                       "fast.compile_layers=true"]),
     "trl_generate_fast": ("transformers generate (no vLLM), micro-batch 64 of whole groups, shared prompts, "
                           "bf16 LoRA inputs", ONE_MICRO_BATCH + [BF16_LORA, *GROUPED_SHARED]),
     "vllm_nodetok_shared": ("vllm_mb64_nodetok + each prompt's forward shared by its completions "

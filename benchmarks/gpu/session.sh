@@ -81,6 +81,9 @@
 #   vllm2 [.whl/vllm2] (unpacks to /tmp/vllm-site, on PYTHONPATH below), then in the same or later calls:
 #   tp []   GRPO throughput, today's path against vLLM (benchmarks/gpu/grpo_throughput.py, <= STP s)
 #           -> $OUT/throughput.tar.gz; then here: python -m benchmarks.gpu.grpo_throughput report --rows ...
+#           Issue 37, next: STP=430 TP_ARGS="--variants vllm_fast_shared_compiled,trl_generate,vllm_fast_shared,vllm_fast_shared_nois_compiled"
+#           (fast.compile_layers against the same recipe eager, never run on a GPU yet; its compile
+#           happens in the warm-up round)
 #   tpprof [] torch's profiler over optimizer steps PROF_STEPS ("9;10-11": a round's first step, with its
 #           rollouts, then two of its later ones) of PROF_VARIANT, <= STPP s -> $OUT/profile.tar.gz
 #           (benchmarks/gpu/step_profile.py: ops by GPU and CPU time, GPU busy share per window)

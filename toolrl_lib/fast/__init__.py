@@ -35,6 +35,10 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
     bf16 runs: the loss forwards' LoRA branches read the bf16 activations, not a float32 copy
     that autocast casts back (``lora_inputs.py``, PEFT's ``disable_input_dtype_casting``): the
     same numbers; copies were 23% of an H200 GRPO step's GPU time (``step_profile.py``).
+``compile_layers: true`` (GPU, vLLM rollouts)
+    The trainer's decoder layers compiled once for all layers (``compiled_layers.py``): fused
+    kernels where the H200 step is bound by launching ~5,000 small ones. Same numbers (tested);
+    not yet measured on a GPU (``benchmarks/gpu/grpo_throughput.py``, ``*_compiled`` variants).
 ``skip_zero_advantage: true`` (the default)
     A micro-batch whose advantages are all zero skips its forward and backward with exact zero
     gradients (``zero_advantage.py``): notebook 06 175 -> 113 s, 4.03 -> 1.79 GiB
@@ -123,6 +127,11 @@ def install(
         method = install_lora_inputs(trainer)
         done.append(f"GRPOTrainer.{method}: LoRA branches read bf16 activations, no float32 copy "
                     f"(fast.bf16_lora_inputs)")
+    if f.compile_layers:  # last: its hook is the outermost, so every log-prob forward traces inside it
+        from toolrl_lib.fast.compiled_layers import install as install_compiled_layers
+
+        method = install_compiled_layers(trainer)
+        done.append(f"GRPOTrainer.{method}: decoder layers compiled once for all layers (fast.compile_layers)")
     if f.skip_zero_advantage:
         from toolrl_lib.fast.zero_advantage import install as skip_zero_advantage_batches
 

@@ -32,6 +32,27 @@ _TRL_ONLY = ("pixel_values", "image_grid_thw", "num_images", "pixel_attention_ma
              "num_tiles", "image_sizes", "token_type_ids", "mm_token_type_ids", "image_position_ids")
 
 
+_LAYER_CACHE: Any = None
+
+
+def _layer_cache_class() -> Any:
+    """A ``DynamicCache`` whose ``update`` stays out of ``torch.compile``'s graphs: compiled
+    layers (``fast.compile_layers``) then share one graph instead of one per layer index
+    (eager: the same cache, the same numbers)."""
+    global _LAYER_CACHE
+    if _LAYER_CACHE is None:
+        import torch
+        from transformers import DynamicCache
+
+        class _Cache(DynamicCache):
+            @torch.compiler.disable
+            def update(self, *args: Any, **kwargs: Any) -> Any:
+                return super().update(*args, **kwargs)
+
+        _LAYER_CACHE = _Cache
+    return _LAYER_CACHE
+
+
 def prompt_groups(input_ids: Any, attention_mask: Any, completion_length: int) -> list[tuple[list[int], list[int]]]:
     """(prompt token ids without padding, the rows that share it), in first-seen order."""
     prompt_part = input_ids[:, :-completion_length].tolist()
@@ -50,7 +71,6 @@ def shared_prompt_logps(
     with every distinct prompt run once (see the module docstring); ``groups`` as
     ``prompt_groups`` returns them, when the caller has them already."""
     import torch
-    from transformers import DynamicCache
 
     rows = input_ids.shape[0]
     logps: list[Any] = [None] * rows
@@ -64,7 +84,7 @@ def shared_prompt_logps(
             raise ValueError("shared_prompt_logps needs prompts of at least 2 tokens")
         device, n = input_ids.device, len(members)
         head = torch.tensor([prompt[:-1]], device=device)
-        cache = DynamicCache()
+        cache = _layer_cache_class()()
         model(input_ids=head, past_key_values=cache, use_cache=True, logits_to_keep=1)
         cache.batch_repeat_interleave(n)  # a view per row in autograd: gradients sum back
         index = torch.tensor(members, device=device)
@@ -92,7 +112,6 @@ def batched_shared_prompt_logps(
     """``shared_prompt_logps`` with all of ``groups``' prompts in one left-padded forward and all
     their completions in a second one (what a GPU wants); same results up to float rounding."""
     import torch
-    from transformers import DynamicCache
 
     device = input_ids.device
     if min(len(prompt) for prompt, _ in groups) < 2:
@@ -104,7 +123,7 @@ def batched_shared_prompt_logps(
         head[i, width - len(prompt) + 1:] = torch.tensor(prompt[:-1])
         head_mask[i, width - len(prompt) + 1:] = 1
     head, head_mask = head.to(device), head_mask.to(device)
-    cache = DynamicCache()
+    cache = _layer_cache_class()()
     model(input_ids=head, attention_mask=head_mask, position_ids=(head_mask.cumsum(-1) - 1).clamp(min=0),
           past_key_values=cache, use_cache=True, logits_to_keep=1)
     owner = torch.tensor([i for i, (_, members) in enumerate(groups) for _ in members], device=device)

@@ -237,6 +237,7 @@ class FastSection:
     shared_prompt: bool = field(default=False, metadata={"help": "Loss forward with each distinct prompt of a micro-batch run once for all its completions (toolrl_lib/fast/shared_prompt.py): same log-probs, far less compute when per_device_train_batch_size holds several completions of a prompt; peft backend, not rlsd"})
     group_batches: bool = field(default=False, metadata={"help": "Each rollout round shuffled by whole groups instead of rows (toolrl_lib/fast/group_batches.py), so that a micro-batch holds per_device_train_batch_size / num_generations whole groups and fast.shared_prompt can share their prompts; the rows, advantages and losses are unchanged, only which completions share an optimizer step"})
     bf16_lora_inputs: bool = field(default=False, metadata={"help": "bf16 runs: the LoRA branches of the loss forwards read the bf16 activations as they are instead of a float32 copy that autocast casts straight back (PEFT's disable_input_dtype_casting; toolrl_lib/fast/lora_inputs.py): the same numbers, two activation copies fewer per adapted projection"})
+    compile_layers: bool = field(default=False, metadata={"help": "GPU: the trainer's decoder layers compiled once for all layers (regional torch.compile, toolrl_lib/fast/compiled_layers.py): fewer, fused kernels in the loss forwards and backwards, where a small model's step is bound by kernel launches; same numbers up to float rounding, a start-up cost per graph. Needs vLLM for rollouts and validation (transformers' generate would recompile per layer) and the peft backend"})
     skip_zero_advantage: bool = field(default=True, metadata={"help": "A micro-batch whose completions all have advantage 0 skips the model's forward and backward (toolrl_lib/fast/zero_advantage.py): its loss and gradient are exactly 0 either way"})
     loss_mmap_threshold: int = field(default=0, metadata={"help": "CPU (glibc): while the loss runs forward and back, blocks of at least this many bytes get their own mapping and go back to the OS when freed (toolrl_lib/fast/loss_memory.py); 0 = the allocator's default. The smoke profile's 1 MiB: 4 GRPO steps peaked at 3.42 instead of 3.97 GiB for 7% more step time (benchmarks/results/grpo_memory.md)"})
     priming_mmap_threshold: int = field(default=0, metadata={"help": "CPU (glibc): while priming trains, blocks of at least this many bytes get their own mapping and go back to the OS when freed (toolrl_lib.fast.memory.set_mmap_threshold; as loss_mmap_threshold); 0 = the allocator's default"})
@@ -568,6 +569,14 @@ def _fast_rules(c: RunConfig, rule: Rule) -> None:
     rule(not f.bf16_lora_inputs or (c.lora.enabled and c.model.dtype == "bf16" and c.backend != "unsloth"),
          "fast.bf16_lora_inputs", f.bf16_lora_inputs, "feeds PEFT's LoRA branches bf16 activations under "
          "autocast: needs lora.enabled, model.dtype bf16 and the peft backend")
+    rule(not f.compile_layers or (c.backend != "unsloth" and g.vllm.on and g.loss_type != "rlsd"
+                                  and not g.vllm.enable_sleep_mode
+                                  and (not c.validation.enabled
+                                       or (c.validation.vllm and g.vllm.mode == "colocate"))),
+         "fast.compile_layers", f.compile_layers, "compiles the decoder layers for the trainer's loss "
+         "forwards only: needs the peft backend, a loss other than rlsd, grpo.vllm on without sleep mode, "
+         "and validation through the colocated engine (mode colocate, validation.vllm true) or off: transformers' generate "
+         "through compiled layers would recompile them per layer")
     rule(f.loss_mmap_threshold >= 0, "fast.loss_mmap_threshold", f.loss_mmap_threshold,
          "must be >= 0 bytes (0: the allocator's default)")
     rule(f.priming_mmap_threshold >= 0, "fast.priming_mmap_threshold", f.priming_mmap_threshold,
