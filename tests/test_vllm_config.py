@@ -61,7 +61,7 @@ def test_every_field_has_help():
 
     rows = {key: text for key, _, text in settings_help()}
     fields = [f.name for f in dataclasses.fields(type(RunConfig().grpo.vllm))]
-    assert fields == ["mode", "gpu_memory_utilization", "max_model_len", "enable_sleep_mode",
+    assert fields == ["mode", "gpu_memory_utilization", "max_model_len", "kv_cache_gib", "enable_sleep_mode",
                       "tensor_parallel_size", "server_host", "server_port", "server_timeout", "detokenize",
                       "importance_sampling_correction"]
     assert all(rows[f"grpo.vllm.{name}"] for name in fields)
@@ -444,3 +444,49 @@ def test_compile_layers_needs_vllm_for_every_generation():
                     ["grpo.vllm.mode=colocate", "backend=unsloth"]):
         text = problems(*GPU, *refused, "fast.compile_layers=true")
         assert "fast.compile_layers" in text and "recompile them per layer" in text, refused
+
+
+# --- a fixed KV cache for TRL's colocated engine ------------------------------------------------
+
+def test_kv_cache_gib_is_checked_where_it_applies():
+    assert config(*GPU, "grpo.vllm.mode=colocate", "grpo.vllm.kv_cache_gib=6").grpo.vllm.kv_cache_gib == 6
+    assert "grpo.vllm.kv_cache_gib" in problems(*GPU, "grpo.vllm.mode=colocate", "grpo.vllm.kv_cache_gib=0")
+    text = problems(*GPU, "grpo.vllm.mode=server", "grpo.vllm.kv_cache_gib=6")
+    assert "grpo.vllm.kv_cache_gib" in text and "trl vllm-serve" in text
+    unsloth = config("device=cuda", "backend=unsloth", "grpo.vllm.mode=colocate", "grpo.vllm.kv_cache_gib=6",
+                     check=False)
+    with pytest.raises(ConfigError, match="grpo.vllm.kv_cache_gib"):
+        check_vllm_backend(unsloth, "unsloth")
+
+
+def test_fixed_kv_cache_reaches_trls_engine_only_while_the_trainer_is_built(monkeypatch):
+    """TRL 1.15 builds ``LLM(...)`` in trl.generation.vllm_generation: the wrapper adds
+    kv_cache_memory_bytes there (a caller's own value wins) and puts the real class back after."""
+    from trl.generation import vllm_generation
+
+    made = []
+
+    def fake_llm(*args, **kwargs):
+        made.append(kwargs)
+        return "engine"
+
+    monkeypatch.setattr(vllm_generation, "LLM", fake_llm, raising=False)
+    with vllm_engine.fixed_kv_cache(6):
+        assert vllm_generation.LLM(model="m", gpu_memory_utilization=0.12) == "engine"
+        vllm_generation.LLM(model="m", kv_cache_memory_bytes=5)
+    assert made == [{"model": "m", "gpu_memory_utilization": 0.12, "kv_cache_memory_bytes": 6 * 2**30},
+                    {"model": "m", "kv_cache_memory_bytes": 5}]
+    assert vllm_generation.LLM is fake_llm  # put back
+    with vllm_engine.fixed_kv_cache(None):  # null: TRL's own call, untouched
+        assert vllm_generation.LLM is fake_llm
+    with pytest.raises(RuntimeError), vllm_engine.fixed_kv_cache(6):
+        raise RuntimeError("the trainer failed to build")
+    assert vllm_generation.LLM is fake_llm  # put back after a failure too
+
+
+def test_fixed_kv_cache_without_vllm_says_how_to_install(monkeypatch):
+    from trl.generation import vllm_generation
+
+    monkeypatch.delattr(vllm_generation, "LLM", raising=False)
+    with pytest.raises(VLLMMissing, match="kv_cache_gib"), vllm_engine.fixed_kv_cache(6):
+        pass

@@ -52,7 +52,8 @@ def generate_command(label: str, model: str, work: Path, args: argparse.Namespac
 
 def phase_generate(models: list[tuple[str, str]], work: Path, args: argparse.Namespace) -> None:
     """Every model's generation at once (one process each), killed at ``--deadline-s``; a
-    model whose process finished writes ``<label>/timing.json``. Re-running resumes."""
+    model whose process finished writes ``<label>/timing.json``. Re-running resumes.
+    ``args.env`` (optional): variables on top of this process's for the generation processes."""
     work.mkdir(parents=True, exist_ok=True)
     jobs = []
     for label, model in models:
@@ -60,7 +61,7 @@ def phase_generate(models: list[tuple[str, str]], work: Path, args: argparse.Nam
             print(f"{label}: already generated, skipped", flush=True)
             continue
         jobs.append(Job(label, generate_command(label, model, work, args), log=work / f"{label}.log",
-                        append_log=True, env={"PYTHONUNBUFFERED": "1"}))
+                        append_log=True, env={"PYTHONUNBUFFERED": "1", **(getattr(args, "env", None) or {})}))
 
     def record(outcome: Outcome) -> None:
         label = outcome.job.name

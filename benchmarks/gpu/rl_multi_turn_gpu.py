@@ -207,8 +207,26 @@ def run(args: argparse.Namespace) -> int:
     if args.eval_kv_gib:
         os.environ.setdefault(VLLM_KV_CACHE_ENV, str(args.eval_kv_gib))
 
+    tasks = make_tasks("test", args.own_tasks, config.multi_turn.environments, config.multi_turn.kinds)
+
+    def own_tasks(label: str, adapter: Path | None) -> None:
+        """Greedy episode success of ``label`` on our test split (once: a later call keeps it)."""
+        if label in state["own"]:
+            return
+        t1 = time.time()
+        scores, rows = evaluate_stage(config, str(primed), adapter, tasks, family, config.device)
+        write_rows(keep / "own" / f"{label}.jsonl", rows)
+        state["own"][label] = scores
+        state["timings"][f"own_{label}_s"] = round(time.time() - t1, 1)
+        log(f"own test tasks, {label}: success {scores['success']:.3f} ({len(rows)} tasks)")
+
     def primed_side() -> None:
+        """The primed model never changes: its test tasks and BFCL run beside GRPO, after every variant's
+        vLLM engine has started (their start-up profiling must not see this process free memory)."""
         time.sleep(len(todo) * args.stagger_s)
+        if time.time() < deadline - 60:
+            own_tasks("primed", None)
+            release_gpu_memory()
         generate([("primed", str(primed))], bfcl, settings, deadline - 20)
 
     side = threading.Thread(target=primed_side, daemon=True)
@@ -239,30 +257,34 @@ def run(args: argparse.Namespace) -> int:
     scored = any(math.isfinite(v) for v in select_variant(work, args.variants)["scores"].values())
     if not scored and (finished or args.final_reserve_s):
         log("no variant reached a validation score (see keep/grpo-*.log): nothing to select or evaluate")
-    elif (finished or args.final_reserve_s) and set(state["own"]) != set(PAIR):
+    elif (finished or args.final_reserve_s) and not (keep / "selection.json").is_file():
         selection = select_variant(work, args.variants)
         (keep / "selection.json").write_text(json.dumps(selection, indent=2))
         log(f"selected on validation success: {selection['chosen']} ({json.dumps(selection['scores'])})")
-        chosen = work / "runs" / selection["chosen"]
-        tasks = make_tasks("test", args.own_tasks, config.multi_turn.environments, config.multi_turn.kinds)
-        for label, adapter in (("primed", None), ("grpo", chosen / "best")):
-            t1 = time.time()
-            scores, rows = evaluate_stage(config, str(primed), adapter, tasks, family, config.device)
-            write_rows(keep / "own" / f"{label}.jsonl", rows)
-            state["own"][label] = scores
-            state["timings"][f"own_{label}_s"] = round(time.time() - t1, 1)
-            log(f"own test tasks, {label}: success {scores['success']:.3f} ({len(rows)} tasks)")
-        release_gpu_memory()
+    final = None
     if (keep / "selection.json").is_file():
         chosen = work / "runs" / json.loads((keep / "selection.json").read_text())["chosen"]
         # merged: BFCL through vLLM; a merge refused (e.g. a no-op adapter) leaves the adapter to transformers
         model = merge_best(chosen, work / "grpo_model", keep, state) or chosen / "best"
-        generate([("grpo", str(model))], bfcl, settings, deadline - 20)
+        # the GRPO model's BFCL in its own process while this one plays our test tasks: training is over,
+        # so its engine takes a larger KV cache (a full one preempts and recomputes episodes)
+        final_settings = argparse.Namespace(**vars(settings), env={VLLM_KV_CACHE_ENV: str(args.final_eval_kv_gib),
+                                                                    VLLM_MEMORY_ENV: str(args.final_eval_memory)})
+        final = threading.Thread(target=generate, args=([("grpo", str(model))], bfcl, final_settings, deadline - 20),
+                                 daemon=True)
+        final.start()
+        own_tasks("grpo", chosen / "best")
     side.join()
+    if (keep / "selection.json").is_file():
+        own_tasks("primed", None)  # when the side thread had no time for it
+        release_gpu_memory()
+    if final is not None:
+        final.join()
     done = all((bfcl / label / "timing.json").is_file() for label in PAIR) and set(state["own"]) == set(PAIR)
     state["calls"].append({"command": module_command(sys.argv), "seconds": round(time.time() - t0, 1), "done": done})
     state.update(overrides=overrides, variants=args.variants, own_tasks=args.own_tasks, bfcl_limit=args.bfcl_limit,
-                 bfcl_settings={k: v for k, v in vars(settings).items() if k != "pack"})
+                 bfcl_settings={k: v for k, v in vars(settings).items() if k != "pack"},
+                 final_bfcl_engine={"kv_cache_gib": args.final_eval_kv_gib, "memory_share": args.final_eval_memory})
     state_file.write_text(json.dumps(state, indent=2))
     for variant_dir in sorted((work / "runs").glob("*")):
         for name in RUN_LOGS:
@@ -320,11 +342,14 @@ def report(args: argparse.Namespace) -> int:
     selection = json.loads((work / "selection.json").read_text())
     chosen_csv = work / "runs" / selection["chosen"] / "validation.csv"
     validation = chosen_csv.read_text() if chosen_csv.is_file() else ""
+    variant_validation = {v: (work / "runs" / v / "validation.csv").read_text() for v in info.get("variants", [])
+                          if (work / "runs" / v / "validation.csv").is_file()}
     result = {"selected_on": "validation",
               "selection": {**selection, "validation_csv": validation,
                             "note": "the variant with the best validation success (never BFCL or our test split)"},
               "models": models, "comparisons": comparisons, "own_by_kind": by_group["kind"],
               "own_by_app": by_group["app"], "grpo_stopped_by_time": info.get("grpo_stopped_by_time"),
+              "variant_validation": variant_validation,
               "bfcl_rows": rows["primed"] + rows["grpo"],
               "timings": info["timings"], "gpu_calls": info["calls"], "overrides": info["overrides"],
               "variants": {v: json.loads((work / "runs" / v / "worker.json").read_text())
@@ -336,6 +361,12 @@ def report(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "rl_multi_turn.json").write_text(json.dumps(result, indent=2, default=str))
     (out / "rl_multi_turn.md").write_text(to_markdown(result, info))
+    if args.figure:
+        from toolrl_lib.envs.report import plot_validation_curves, validation_curves
+
+        curves = validation_curves(result)
+        if not curves.empty:
+            plot_validation_curves(curves, selection["chosen"], sorted(result["own_by_kind"]), args.figure)
     print(to_markdown(result, info))
     return 0
 
@@ -385,6 +416,7 @@ def to_markdown(result: dict[str, Any], info: dict[str, Any]) -> str:
     if result["incomplete"]:
         lines += ["", f"**Incomplete**: BFCL generation of {result['incomplete']} did not finish in the call: not "
                   "scored, so no BFCL comparison (the detail above lists the models that finished)."]
+    lines += variant_table(result)
     lines += ["", "Validation of the selected variant (our val split; success is episode success, per kind too):", "", "```",
               result["selection"]["validation_csv"].strip(), "```", "",
               f"GPU timings (s): {json.dumps(info['timings'])}; device calls: "
@@ -393,6 +425,25 @@ def to_markdown(result: dict[str, Any], info: dict[str, Any]) -> str:
     if result.get("notes"):
         lines += ["", "Notes:", ""] + [f"- {n}" for n in result["notes"]]
     return "\n".join(lines) + "\n"
+
+
+def variant_table(result: dict[str, Any]) -> list[str]:
+    """Markdown lines: each variant's validation success at its start, its best (and where), its last."""
+    from toolrl_lib.envs.report import validation_curves
+
+    curves = validation_curves(result)
+    if curves.empty:
+        return []
+    lines = ["", "Validation success of every variant (our val split; the selection's only input):", "",
+             "| variant | steps | start | best | best at step | last |", "| --- | --- | --- | --- | --- | --- |"]
+    for variant, rows in curves.groupby("variant", sort=True):
+        trained = rows[rows["stage"].isin(["grpo", "final"])]
+        start = rows[~rows["stage"].isin(["grpo", "final"])]["success"]
+        best = trained.loc[trained["success"].idxmax()] if not trained.empty else None
+        lines.append(f"| {variant} | {int(rows['step'].max())} | {start.iloc[0] if len(start) else float('nan'):.3f} | "
+                     + (f"{best['success']:.3f} | {int(best['step'])} | {trained['success'].iloc[-1]:.3f} |"
+                        if best is not None else "— | — | — |"))
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -419,6 +470,10 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--eval-memory", type=float, default=0.15, help="GPU memory share of a BFCL vLLM engine")
     r.add_argument("--eval-kv-gib", type=float, default=12,
                    help="fixed KV cache (GiB) of a BFCL vLLM engine (0: vLLM profiles free memory)")
+    r.add_argument("--final-eval-kv-gib", type=float, default=32,
+                   help="KV cache (GiB) of the GRPO model's BFCL engine, which starts once training is over")
+    r.add_argument("--final-eval-memory", type=float, default=0.3,
+                   help="GPU memory share of that engine (it must be free when the engine starts)")
     r.add_argument("--final-reserve-s", type=float, default=None,
                    help="end GRPO this many seconds before the budget (checkpoints kept) and go on to the "
                         "selection, our test tasks and the GRPO model's BFCL in the same call, whatever "
@@ -439,6 +494,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     p.add_argument("--note", action="append", default=[], help="a line for the markdown's notes (repeat)")
     p.add_argument("--partial", action="store_true", help="report even if a model's BFCL run was cut short")
+    p.add_argument("--figure", default=None, help="also plot every variant's validation curve here (a .png)")
     args = parser.parse_args(argv)
     unknown = [v for v in getattr(args, "variants", []) if v not in VARIANTS]
     if unknown:

@@ -133,6 +133,13 @@
 #      --set grpo.gradient_accumulation_steps=2 --set validation.every_steps=50": 163 steps in 472 s; the reserve was
 #      too short for the GRPO model's BFCL (vLLM start ~40 s, then ~1 s an entry). With a full session: both variants
 #      (each its own MASTER_PORT, 120 s apart), MTRL_BUDGET ~1,500, --final-reserve-s ~450.
+#   Run 2 (2026-12-05): the trainers' vLLM engines take a fixed KV cache (grpo.vllm.kv_cache_gib: 8 in the config),
+#      so vLLM skips the start-up profiling that asserted and the variants start 30 s apart; the primed model's test
+#      tasks run beside GRPO, the GRPO model's BFCL (all 800 entries, a 32 GiB KV cache) beside its test tasks:
+#      1, vllm1, vllm2, then MTRL_BUDGET=<device s left - ~90> MTRL_VARIANTS=shaped-g8,success-g8
+#      MTRL_ARGS="--stagger-s 30 --final-reserve-s 400 --stop-margin-s 80 --own-tasks 280 --set grpo.max_steps=600
+#      --set grpo.per_device_train_batch_size=16 --set grpo.gradient_accumulation_steps=2" mtrlbg [.whl/gguf2],
+#      then WATCH_S=<= 570 watch calls back to back until "ended".
 set -uo pipefail
 export PYTHONPATH=/tmp/site:/tmp/vllm-site:$PWD TOOLRL_CACHE=/tmp/toolrl-cache HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 export VLLM_USE_FLASHINFER_SAMPLER=0  # flashinfer is not in the bundle: vLLM's own sampler

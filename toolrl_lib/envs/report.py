@@ -53,6 +53,42 @@ def plot_stages(validation: Any, out_path: str | Path) -> Path:
     return save_figure(fig, out_path)
 
 
+def validation_curves(result: dict[str, Any]) -> Any:
+    """Every GRPO variant's validation curve from a GPU result file (``rl_multi_turn.json``):
+    one row per (variant, step) with ``success`` and the per-kind ``success_<kind>`` columns.
+    Older result files carry only the selected variant's curve; that one is returned then."""
+    import io
+
+    import pandas as pd
+
+    texts = result.get("variant_validation") or {
+        result["selection"]["chosen"]: result["selection"].get("validation_csv", "")}
+    frames = [pd.read_csv(io.StringIO(text)).assign(variant=name) for name, text in texts.items() if text.strip()]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def plot_validation_curves(curves: Any, chosen: str, kinds: list[str], out_path: str | Path) -> Path:
+    """Left: validation success by step for each variant. Right: the selected variant by task kind."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
+    for variant, rows in curves.groupby("variant", sort=True):
+        left.plot(rows["step"], rows["success"], marker="o", label=variant + (" (selected)" if variant == chosen else ""))
+    left.set(xlabel="GRPO step", ylabel="episode success", title="validation success, every variant")
+    left.legend()
+    picked = curves[curves["variant"] == chosen]
+    for kind in kinds:
+        if f"success_{kind}" in picked.columns:
+            right.plot(picked["step"], picked[f"success_{kind}"], marker=".", label=kind)
+    right.set(xlabel="GRPO step", ylabel="episode success", title=f"{chosen}: validation success by task kind")
+    right.set_ylim(-0.02, 1.02)
+    right.legend(fontsize=8, ncol=2)
+    return save_figure(fig, out_path)
+
+
 def success_breakdown(rows: list[dict[str, Any]]) -> Any:
     """Per-task outcome rows (``episodes/<stage>.jsonl``) as a table: tasks and success rate
     by kind and by app (a task across two apps counts under both)."""

@@ -12,6 +12,8 @@ error, raised before any model loads, that says how to install it.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 INSTALL_HINT = 'pip install -e ".[vllm]"'
@@ -55,5 +57,33 @@ def require_for_run(config: Any, device: str) -> None:
     require_vllm(what, "set grpo.vllm.mode: off")
 
 
-__all__ = ["INSTALL_HINT", "VLLMMissing", "missing_message", "require_for_run", "require_vllm",
+@contextmanager
+def fixed_kv_cache(gib: float | None) -> Iterator[None]:
+    """While TRL builds its colocated engine, give it a fixed KV cache of ``gib`` GiB (no-op: None).
+
+    TRL 1.15 calls ``LLM(...)`` inside ``trl.generation.vllm_generation`` with no way to pass
+    ``kv_cache_memory_bytes``. With one, vLLM (0.26) skips the start-up profiling that compares free
+    GPU memory before and after loading, which fails when another process on the GPU frees memory
+    meanwhile. So the module's ``LLM`` is wrapped for the trainer's construction only."""
+    if not gib:
+        yield
+        return
+    from trl.generation import vllm_generation
+
+    real = getattr(vllm_generation, "LLM", None)
+    if real is None:  # TRL imports it only when vLLM is importable
+        raise VLLMMissing(missing_message(f"grpo.vllm.kv_cache_gib: {gib}", "set grpo.vllm.mode: off"))
+
+    def llm_with_fixed_cache(*args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("kv_cache_memory_bytes", int(gib * 2**30))
+        return real(*args, **kwargs)
+
+    vllm_generation.LLM = llm_with_fixed_cache
+    try:
+        yield
+    finally:
+        vllm_generation.LLM = real
+
+
+__all__ = ["INSTALL_HINT", "VLLMMissing", "fixed_kv_cache", "missing_message", "require_for_run", "require_vllm",
            "vllm_importable"]

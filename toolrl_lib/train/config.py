@@ -83,6 +83,7 @@ class VLLMSection:
     mode: Literal["off", "colocate", "server"] | bool = field(default="off", metadata={"help": "off = TRL's transformers generate (or fast.rollouts); colocate = a vLLM engine inside each training process, sharing its GPU; server = a separate `trl vllm-serve` process (peft backend only). A bare YAML off reads as false: both mean off"})
     gpu_memory_utilization: float | None = field(default=None, metadata={"help": "colocate: the share of the GPU's memory vLLM may take (weights + KV cache), in (0, 1); null = 0.3 (TRL's default). Server mode: give it to trl vllm-serve instead"})
     max_model_len: int | None = field(default=None, metadata={"help": "colocate, peft backend: vLLM's context window; null = data.max_prompt_tokens + grpo.max_completion_length (the unsloth backend sizes vLLM by model.max_seq_length)"})
+    kv_cache_gib: float | None = field(default=None, metadata={"help": "colocate, peft backend: a fixed KV cache (GiB) for TRL's engine. vLLM then skips its start-up memory profiling, which asserts when another process on the same GPU frees memory meanwhile (two variants side by side on one H200, 2026-12-04); null = vLLM sizes the cache by profiling within gpu_memory_utilization"})
     enable_sleep_mode: bool = field(default=False, metadata={"help": "colocate, peft backend: vLLM offloads its weights and KV cache while the optimizer steps (less GPU memory, a wake-up transfer each round)"})
     tensor_parallel_size: int | None = field(default=None, metadata={"help": "colocate, peft backend: GPUs one vLLM engine spans; null = 1"})
     server_host: str | None = field(default=None, metadata={"help": "server: host of the `trl vllm-serve` process; null = TRL's default (0.0.0.0)"})
@@ -612,6 +613,8 @@ def _vllm_rules(c: RunConfig, rule: Rule, backend: str) -> None:
              MULTI_TURN_WITH_VLLM)
     rule(v.gpu_memory_utilization is None or 0 < v.gpu_memory_utilization < 1,
          f"{key}.gpu_memory_utilization", v.gpu_memory_utilization, "must be in (0, 1) or null")
+    rule(v.kv_cache_gib is None or v.kv_cache_gib > 0, f"{key}.kv_cache_gib", v.kv_cache_gib,
+         "must be > 0 GiB or null (null: vLLM profiles free memory)")
     rule(v.tensor_parallel_size is None or v.tensor_parallel_size >= 1, f"{key}.tensor_parallel_size",
          v.tensor_parallel_size, "must be >= 1 or null")
     needed = c.data.max_prompt_tokens + c.grpo.max_completion_length
@@ -627,14 +630,14 @@ def _vllm_rules(c: RunConfig, rule: Rule, backend: str) -> None:
                  "applies to mode: server only (colocate runs vLLM inside the training process); "
                  "leave it null")
     if v.mode == "server":
-        for name in ("gpu_memory_utilization", "tensor_parallel_size", "max_model_len"):
+        for name in ("gpu_memory_utilization", "tensor_parallel_size", "max_model_len", "kv_cache_gib"):
             rule(getattr(v, name) is None, f"{key}.{name}", getattr(v, name), SERVER_TAKES_IT)
         rule(not v.enable_sleep_mode, f"{key}.enable_sleep_mode", v.enable_sleep_mode, SERVER_TAKES_IT)
     if backend == "unsloth":
         unsloth = ("the unsloth backend runs vLLM through FastLanguageModel(fast_inference=True): "
                    "colocate on one GPU, sized by model.max_seq_length and gpu_memory_utilization")
         rule(v.mode == "colocate", f"{key}.mode", v.mode, unsloth + "; use mode: colocate or backend: peft")
-        for name in ("max_model_len", "tensor_parallel_size"):
+        for name in ("max_model_len", "tensor_parallel_size", "kv_cache_gib"):
             rule(getattr(v, name) is None, f"{key}.{name}", getattr(v, name),
                  unsloth + "; leave it null or use backend: peft")
         rule(not v.enable_sleep_mode, f"{key}.enable_sleep_mode", v.enable_sleep_mode,
