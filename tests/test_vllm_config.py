@@ -61,7 +61,7 @@ def test_every_field_has_help():
 
     rows = {key: text for key, _, text in settings_help()}
     fields = [f.name for f in dataclasses.fields(type(RunConfig().grpo.vllm))]
-    assert fields == ["mode", "gpu_memory_utilization", "max_model_len", "kv_cache_gib", "enable_sleep_mode",
+    assert fields == ["mode", "gpu_memory_utilization", "max_model_len", "kv_cache_gib", "dtype", "enable_sleep_mode",
                       "tensor_parallel_size", "server_host", "server_port", "server_timeout", "detokenize",
                       "importance_sampling_correction"]
     assert all(rows[f"grpo.vllm.{name}"] for name in fields)
@@ -446,7 +446,7 @@ def test_compile_layers_needs_vllm_for_every_generation():
         assert "fast.compile_layers" in text and "recompile them per layer" in text, refused
 
 
-# --- a fixed KV cache for TRL's colocated engine ------------------------------------------------
+# --- what TRL's LLM(...) call cannot pass: a fixed KV cache, a float32 engine ----------------------
 
 def test_kv_cache_gib_is_checked_where_it_applies():
     assert config(*GPU, "grpo.vllm.mode=colocate", "grpo.vllm.kv_cache_gib=6").grpo.vllm.kv_cache_gib == 6
@@ -459,9 +459,22 @@ def test_kv_cache_gib_is_checked_where_it_applies():
         check_vllm_backend(unsloth, "unsloth")
 
 
-def test_fixed_kv_cache_reaches_trls_engine_only_while_the_trainer_is_built(monkeypatch):
+def test_float32_engine_needs_float32_weights_to_merge_into():
+    assert config(*GPU, "grpo.vllm.mode=colocate", "model.dtype=fp32", "grpo.vllm.dtype=float32").grpo.vllm.dtype \
+        == "float32"
+    text = problems(*GPU, "grpo.vllm.mode=colocate", "model.dtype=bf16", "grpo.vllm.dtype=float32")
+    assert "grpo.vllm.dtype" in text and "model.dtype fp32" in text and "is bf16" in text
+    assert "--dtype float32" in problems(*GPU, "grpo.vllm.mode=server", "model.dtype=fp32", "grpo.vllm.dtype=float32")
+    assert "grpo.vllm.dtype" in problems(*GPU, "grpo.vllm.mode=colocate", "grpo.vllm.dtype=fp16")
+    unsloth = config("device=cuda", "backend=unsloth", "grpo.vllm.mode=colocate", "model.dtype=fp32",
+                     "grpo.vllm.dtype=float32", check=False)
+    with pytest.raises(ConfigError, match="grpo.vllm.dtype"):
+        check_vllm_backend(unsloth, "unsloth")
+
+
+def test_colocated_engine_extras_reach_trls_engine_only_while_the_trainer_is_built(monkeypatch):
     """TRL 1.15 builds ``LLM(...)`` in trl.generation.vllm_generation: the wrapper adds
-    kv_cache_memory_bytes there (a caller's own value wins) and puts the real class back after."""
+    kv_cache_memory_bytes and dtype there (a caller's own value wins) and puts the real class back."""
     from trl.generation import vllm_generation
 
     made = []
@@ -471,22 +484,53 @@ def test_fixed_kv_cache_reaches_trls_engine_only_while_the_trainer_is_built(monk
         return "engine"
 
     monkeypatch.setattr(vllm_generation, "LLM", fake_llm, raising=False)
-    with vllm_engine.fixed_kv_cache(6):
+    with vllm_engine.colocated_engine(6, "float32"):
         assert vllm_generation.LLM(model="m", gpu_memory_utilization=0.12) == "engine"
         vllm_generation.LLM(model="m", kv_cache_memory_bytes=5)
-    assert made == [{"model": "m", "gpu_memory_utilization": 0.12, "kv_cache_memory_bytes": 6 * 2**30},
-                    {"model": "m", "kv_cache_memory_bytes": 5}]
+    with vllm_engine.colocated_engine(None, "float32"):
+        vllm_generation.LLM(model="m")
+    assert made == [{"model": "m", "gpu_memory_utilization": 0.12, "kv_cache_memory_bytes": 6 * 2**30,
+                     "dtype": "float32"},
+                    {"model": "m", "kv_cache_memory_bytes": 5, "dtype": "float32"},
+                    {"model": "m", "dtype": "float32"}]
     assert vllm_generation.LLM is fake_llm  # put back
-    with vllm_engine.fixed_kv_cache(None):  # null: TRL's own call, untouched
+    with vllm_engine.colocated_engine(None, "auto"):  # nothing asked: TRL's own call, untouched
         assert vllm_generation.LLM is fake_llm
-    with pytest.raises(RuntimeError), vllm_engine.fixed_kv_cache(6):
+    with pytest.raises(RuntimeError), vllm_engine.colocated_engine(6):
         raise RuntimeError("the trainer failed to build")
     assert vllm_generation.LLM is fake_llm  # put back after a failure too
 
 
-def test_fixed_kv_cache_without_vllm_says_how_to_install(monkeypatch):
+def test_colocated_engine_without_vllm_says_how_to_install(monkeypatch):
     from trl.generation import vllm_generation
 
     monkeypatch.delattr(vllm_generation, "LLM", raising=False)
-    with pytest.raises(VLLMMissing, match="kv_cache_gib"), vllm_engine.fixed_kv_cache(6):
+    with pytest.raises(VLLMMissing, match="kv_cache_gib=6"), vllm_engine.colocated_engine(6):
         pass
+
+
+def test_build_trainer_hands_the_config_to_the_engine(monkeypatch, tmp_path):
+    """build_trainer wraps the trainer's construction with the run's grpo.vllm extras (colocate only)."""
+    import contextlib
+
+    from toolrl_lib.train import trainer as trainer_module
+
+    seen = []
+
+    @contextlib.contextmanager
+    def spy(kv_cache_gib=None, dtype=None):
+        seen.append((kv_cache_gib, dtype))
+        yield
+
+    monkeypatch.setattr(vllm_engine, "colocated_engine", spy)
+    monkeypatch.setattr(trainer_module, "grpo_args", lambda *a, **k: types.SimpleNamespace(world_size=1, n_gpu=0))
+    built = []
+    import trl
+
+    monkeypatch.setattr(trl, "GRPOTrainer", lambda **kw: built.append(kw) or "t")
+    run = config(*GPU, "grpo.vllm.mode=colocate", "model.dtype=fp32", "grpo.vllm.dtype=float32",
+                 "grpo.vllm.kv_cache_gib=8")
+    assert trainer_module.build_trainer(run, None, "cuda", "m", "tok", [], [], []) == "t"
+    off = config(*GPU)
+    trainer_module.build_trainer(off, None, "cuda", "m", "tok", [], [], [])
+    assert seen == [(8, "float32"), (None, None)] and len(built) == 2

@@ -64,6 +64,9 @@ VARIANTS: dict[str, list[str]] = {
     "shaped-g8": [],
     "success-g8": ["multi_turn.reward_calls=0", "multi_turn.reward_turns=0"],
     "shaped-g16": ["grpo.num_generations=16"],
+    # the episodes sampled by a float32 engine fed by an exact float32 merge: every LoRA update reaches
+    # the sampler (a bf16 engine rounds W + BA; benchmarks/results/bf16_weight_sync.md); not yet run on a GPU
+    "shaped-g8-fp32": ["model.dtype=fp32", "grpo.vllm.dtype=float32"],
 }
 
 
@@ -137,14 +140,15 @@ def worker(args: argparse.Namespace) -> int:
     return 0
 
 
-def merge_best(run: Path, merged: Path, keep: Path, state: dict[str, Any]) -> Path | None:
-    """The selected variant's best/ adapter merged into a full model (verified; once): vLLM, BFCL's
-    fast path, takes full models only. None (and merge.log says why) when the merge was refused."""
+def merge_best(run: Path, merged: Path, keep: Path, state: dict[str, Any], dtype: str) -> Path | None:
+    """The selected variant's best/ adapter merged into a full model in ``dtype`` (verified; once): vLLM,
+    BFCL's fast path, takes full models only. None (and merge.log says why) when the merge was refused:
+    in bf16 it was on the H200 (2026-12-05: a LoRA delta of 8e-4 of the weights mostly rounds away)."""
     if (merged / "config.json").is_file():
         return merged
     t0 = time.time()
     command = [sys.executable, "-m", "toolrl_lib.cli", "merge", "--run", str(run), "--checkpoint", "best",
-               "--out", str(merged)]
+               "--out", str(merged), "--dtype", dtype]
     with (keep / "merge.log").open("a") as out:
         done = subprocess.run(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, check=False)
     if done.returncode != 0:
@@ -188,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
     overrides = base_overrides(args)
     config = load_run_config(ROOT / CONFIG, overrides)
     family = config.model.family or "hermes"
-    settings = bfcl_settings(args, family, config.model.dtype)
+    settings = bfcl_settings(args, family, args.bfcl_dtype)
     bfcl, primed = keep / "bfcl", work / "primed_model"
     if not is_primed(primed):
         t1 = time.time()
@@ -265,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
     if (keep / "selection.json").is_file():
         chosen = work / "runs" / json.loads((keep / "selection.json").read_text())["chosen"]
         # merged: BFCL through vLLM; a merge refused (e.g. a no-op adapter) leaves the adapter to transformers
-        model = merge_best(chosen, work / "grpo_model", keep, state) or chosen / "best"
+        model = merge_best(chosen, work / "grpo_model", keep, state, args.bfcl_dtype) or chosen / "best"
         # the GRPO model's BFCL in its own process while this one plays our test tasks: training is over,
         # so its engine takes a larger KV cache (a full one preempts and recomputes episodes)
         final_settings = argparse.Namespace(**vars(settings), env={VLLM_KV_CACHE_ENV: str(args.final_eval_kv_gib),
@@ -461,6 +465,10 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--bfcl-batch-size", type=int, default=256)
     r.add_argument("--bfcl-max-live", type=int, default=200, help="episodes in flight per model")
     r.add_argument("--bfcl-compact-docs", action="store_true")
+    r.add_argument("--bfcl-dtype", default="fp32", choices=["bf16", "fp32"],
+                   help="both models' BFCL engines and the GRPO model's merge: fp32 keeps the whole LoRA update (a "
+                        "bf16 merge was refused by its own verification on the H200); vLLM runs fp32 through its "
+                        "Triton attention (not yet run on a GPU); bf16: runs 1 and 2's setting")
     r.add_argument("--tiny", default=None, help="a tiny model folder: CPU test of the chain")
     r.add_argument("--variants", default="shaped-g8,success-g8", type=lambda text: [v for v in text.split(",") if v],
                    help=f"GRPO variants side by side, among {list(VARIANTS)}")

@@ -58,32 +58,46 @@ def require_for_run(config: Any, device: str) -> None:
 
 
 @contextmanager
-def fixed_kv_cache(gib: float | None) -> Iterator[None]:
-    """While TRL builds its colocated engine, give it a fixed KV cache of ``gib`` GiB (no-op: None).
+def colocated_engine(kv_cache_gib: float | None = None, dtype: str | None = None) -> Iterator[None]:
+    """While TRL builds its colocated engine, pass it what TRL 1.15's ``LLM(...)`` call cannot.
 
-    TRL 1.15 calls ``LLM(...)`` inside ``trl.generation.vllm_generation`` with no way to pass
-    ``kv_cache_memory_bytes``. With one, vLLM (0.26) skips the start-up profiling that compares free
-    GPU memory before and after loading, which fails when another process on the GPU frees memory
-    meanwhile. So the module's ``LLM`` is wrapped for the trainer's construction only."""
-    if not gib:
+    TRL builds the engine inside ``trl.generation.vllm_generation`` with no way to add arguments,
+    so that module's ``LLM`` is wrapped for the trainer's construction only (a no-op when both are
+    None):
+
+    - ``kv_cache_gib``: a fixed KV cache (``kv_cache_memory_bytes``). vLLM (0.26) then skips the
+      start-up profiling that compares free GPU memory before and after loading, which fails when
+      another process on the GPU frees memory meanwhile.
+    - ``dtype``: the engine's weights and compute (``"float32"``). TRL syncs a LoRA policy by
+      merging ``W + BA`` into the trainer's weights and copying them in; a bf16 engine rounds them
+      to bf16, which drops updates smaller than half a bf16 step of the weight
+      (``benchmarks/results/bf16_weight_sync.md``)."""
+    extra: dict[str, Any] = {}
+    if kv_cache_gib:
+        extra["kv_cache_memory_bytes"] = int(kv_cache_gib * 2**30)
+    if dtype and dtype != "auto":
+        extra["dtype"] = dtype
+    if not extra:
         yield
         return
     from trl.generation import vllm_generation
 
     real = getattr(vllm_generation, "LLM", None)
     if real is None:  # TRL imports it only when vLLM is importable
-        raise VLLMMissing(missing_message(f"grpo.vllm.kv_cache_gib: {gib}", "set grpo.vllm.mode: off"))
+        asked = ", ".join(f"{k}={v}" for k, v in (("kv_cache_gib", kv_cache_gib), ("dtype", dtype)) if v)
+        raise VLLMMissing(missing_message(f"grpo.vllm ({asked})", "set grpo.vllm.mode: off"))
 
-    def llm_with_fixed_cache(*args: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("kv_cache_memory_bytes", int(gib * 2**30))
+    def llm_with_extras(*args: Any, **kwargs: Any) -> Any:
+        for key, value in extra.items():
+            kwargs.setdefault(key, value)
         return real(*args, **kwargs)
 
-    vllm_generation.LLM = llm_with_fixed_cache
+    vllm_generation.LLM = llm_with_extras
     try:
         yield
     finally:
         vllm_generation.LLM = real
 
 
-__all__ = ["INSTALL_HINT", "VLLMMissing", "fixed_kv_cache", "missing_message", "require_for_run", "require_vllm",
+__all__ = ["INSTALL_HINT", "VLLMMissing", "colocated_engine", "missing_message", "require_for_run", "require_vllm",
            "vllm_importable"]

@@ -155,20 +155,22 @@ def build_trainer(config: RunConfig, paths: RunDir, device: str, model: Any, tok
                   processing_class=tokenizer, callbacks=callbacks)
     if rollout_func is not None:
         kwargs["rollout_func"] = rollout_func
-    from toolrl_lib.fast.vllm_engine import fixed_kv_cache
+    from toolrl_lib.fast.vllm_engine import colocated_engine
 
     # TRL builds its colocated engine inside the trainer's constructor
-    kv_cache = config.grpo.vllm.kv_cache_gib if config.grpo.vllm.mode == "colocate" and backend != "unsloth" else None
+    v = config.grpo.vllm
+    engine = (colocated_engine(v.kv_cache_gib, v.dtype) if v.mode == "colocate" and backend != "unsloth"
+              else colocated_engine())
     if config.grpo.loss_type == "rlsd":
         from toolrl_lib.train.rlsd import RLSDGRPOTrainer
 
-        with fixed_kv_cache(kv_cache):
+        with engine:
             return RLSDGRPOTrainer(rlsd=config.rlsd, **kwargs)
     import warnings
 
     from trl import GRPOTrainer
 
-    with warnings.catch_warnings(), fixed_kv_cache(kv_cache):  # rollout_func: public in TRL 1.15, flagged "experimental"
+    with warnings.catch_warnings(), engine:  # rollout_func: public in TRL 1.15, flagged "experimental"
         warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
         return GRPOTrainer(**kwargs)
 

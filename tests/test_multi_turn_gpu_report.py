@@ -1,0 +1,45 @@
+"""Reading a multi-turn GPU result file back: every variant's validation curve (the selection's
+only input), its table in the report and its figure, for result files with and without
+``variant_validation`` (run 1's carries only the selected variant's curve)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks.gpu.rl_multi_turn_gpu import variant_table
+from toolrl_lib.envs.report import plot_validation_curves, validation_curves
+
+ROOT = Path(__file__).resolve().parents[1]
+HEADER = "step,stage,success,success_recover,success_chain\n"
+
+
+def _result(**variants: str) -> dict:
+    return {"selection": {"chosen": "a", "validation_csv": HEADER + variants["a"]}, "variant_validation":
+            {name: HEADER + rows for name, rows in variants.items()}}
+
+
+def test_every_variants_curve_and_its_table():
+    result = _result(a="0,base,0.1,0.2,0.0\n25,grpo,0.3,0.5,0.0\n30,final,0.2,0.4,0.0\n",
+                     b="0,base,0.1,0.2,0.0\n25,grpo,0.15,0.25,0.0\n")
+    curves = validation_curves(result)
+    assert sorted(curves["variant"].unique()) == ["a", "b"] and len(curves) == 5
+    lines = variant_table(result)
+    assert "| a | 30 | 0.100 | 0.300 | 25 | 0.200 |" in lines  # start, best (and where), last
+    assert "| b | 25 | 0.100 | 0.150 | 25 | 0.150 |" in lines
+
+
+def test_an_older_result_gives_the_selected_curve_only():
+    result = _result(a="0,base,0.1,0.2,0.0\n")
+    del result["variant_validation"]
+    assert list(validation_curves(result)["variant"].unique()) == ["a"]
+    assert "| a | 0 | 0.100 | — | — | — |" in variant_table(result)  # no GRPO validation yet
+
+
+def test_the_committed_result_plots(tmp_path):
+    result = json.loads((ROOT / "benchmarks" / "results" / "rl_multi_turn.json").read_text())
+    curves = validation_curves(result)
+    assert set(curves["variant"]) == set(result["variants"])
+    figure = plot_validation_curves(curves, result["selection"]["chosen"], sorted(result["own_by_kind"]),
+                                    tmp_path / "curves.png")
+    assert figure.stat().st_size > 10_000
