@@ -140,6 +140,11 @@
 #      MTRL_ARGS="--stagger-s 30 --final-reserve-s 400 --stop-margin-s 80 --own-tasks 280 --set grpo.max_steps=600
 #      --set grpo.per_device_train_batch_size=16 --set grpo.gradient_accumulation_steps=2" mtrlbg [.whl/gguf2],
 #      then WATCH_S=<= 570 watch calls back to back until "ended".
+#      Ran 2026-12-05 with MTRL_BUDGET=1490 (benchmarks/results/rl_multi_turn.md): 193 and 258 steps side by side
+#      (~5.2 and ~3.9 s a step: the GPU was 95% busy), +0.025 on 280 test tasks; the bf16 merge for the GRPO model's
+#      BFCL was refused (now fp32: --bfcl-dtype). Next: one variant alone reaches 300+ steps in a session (~2.9 s a
+#      step in run 1): MTRL_VARIANTS=shaped-g8-fp32 (float32 engine fed by an exact merge; not yet run on a GPU),
+#      same MTRL_ARGS without --stagger-s.
 set -uo pipefail
 export PYTHONPATH=/tmp/site:/tmp/vllm-site:$PWD TOOLRL_CACHE=/tmp/toolrl-cache HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 export VLLM_USE_FLASHINFER_SAMPLER=0  # flashinfer is not in the bundle: vLLM's own sampler
