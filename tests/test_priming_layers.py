@@ -17,7 +17,7 @@ def _weights(folder):
 
 def test_top_layers_priming_changes_only_the_top_layer(tmp_path):
     from tests.test_train_run import tiny_overrides, toy_examples
-    from toolrl_lib.train.priming import PRIMING_MARKER, prime
+    from toolrl_lib.train.priming import PRIMING_ADAPTER, PRIMING_MARKER, prime
 
     make_tiny_model(tmp_path / "model")
     config = load_run_config(None, tiny_overrides(tmp_path, **{
@@ -32,6 +32,9 @@ def test_top_layers_priming_changes_only_the_top_layer(tmp_path):
     changed = {name for name in base if not torch.equal(base[name], primed[name])}
     assert changed, "the priming changed nothing"
     assert all(name.startswith(top) for name in changed), sorted(changed)
+    # the merged LoRA is kept beside the model: base + adapter rebuilds the primed weights
+    adapter = load_file(str(out / PRIMING_ADAPTER / "adapter_model.safetensors"))
+    assert adapter and all("lora_" in name for name in adapter)
 
 
 def test_top_layers_must_not_be_negative_or_exceed_the_model():

@@ -21,6 +21,7 @@ from toolrl_lib.models import release_memory
 from toolrl_lib.train.config import RunConfig
 
 PRIMING_MARKER = "priming.json"
+PRIMING_ADAPTER = "priming_adapter"  # the LoRA that was merged, kept inside the primed folder
 
 
 def is_primed(folder: str | Path) -> bool:
@@ -73,6 +74,9 @@ def prime(
     start = time.perf_counter()
     with mapped_blocks(config.fast.priming_mmap_threshold if device == "cpu" else 0):  # a lower peak RSS (fast/memory.py)
         result = trainer.train()
+    # the adapter itself (a few MB) beside the merged model: what a later device call carries to
+    # rebuild this primed model from the base (the merged folder is hundreds of MB)
+    peft_model.save_pretrained(str(work / PRIMING_ADAPTER))
     merged = peft_model.merge_and_unload()
     state = trainer.state
 
@@ -87,6 +91,7 @@ def prime(
         }
 
     save_model_folder(merged, tokenizer, out_dir, PRIMING_MARKER, info)  # the marker last: no marker, no primed model
+    shutil.copytree(work / PRIMING_ADAPTER, out_dir / PRIMING_ADAPTER, dirs_exist_ok=True)
     shutil.rmtree(work, ignore_errors=True)
     del trainer, peft_model, merged, model
     release_memory()
