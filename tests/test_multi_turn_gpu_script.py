@@ -91,3 +91,38 @@ def test_final_reserve_ends_grpo_and_evaluates_in_the_same_call(tmp_path, tiny_m
     second = _script(*run)
     assert "trained:" not in second.stdout and "already generated, skipped" in second.stdout
     assert json.loads((work / "keep" / "gpu_run.json").read_text())["calls"][-1]["done"] is True
+
+
+def test_carry_and_restore_on_a_fresh_host_extends_the_run(tmp_path, tiny_model_dir):
+    """The end of one session: ``carry`` packs the primed model's LoRA and the variant's checkpoint
+    into folders one device call each brings back; on a fresh host ``restore --extend`` rebuilds the
+    primed model (bit-identical here: same device), puts the checkpoint back and drops the GRPO model's
+    evaluation, so the next ``run`` trains on from the checkpoint (no second priming, the primed
+    model's results kept) and evaluates the longer run."""
+    work, out = tmp_path / "work", tmp_path / "out"
+    common = ["--device", "cpu", "--tiny", str(tiny_model_dir), "--variants", "shaped-g8"]
+    run = ["run", "--out", str(out), *common, "--own-tasks", "2", "--bfcl-limit", "1", "--bfcl-max-new-tokens", "4",
+           "--bfcl-max-live", "4", "--stop-margin-s", "60", "--stagger-s", "1"]
+    _script(*run, "--work", str(work))
+    _script("carry", "--work", str(work), "--to", str(tmp_path / "carry"), "--variants", "shaped-g8")
+    stages = sorted((tmp_path / "carry").glob("stage*"))
+    assert stages and all(len(list(s.iterdir())) <= 8 and sum(f.stat().st_size for f in s.iterdir()) < 64 << 20
+                          for s in stages)
+    parts = tmp_path / "parts"  # what the next session carries to its host: every stage + the archive
+    parts.mkdir()
+    for path in [*(f for s in stages for f in s.iterdir()), *out.glob("rl_multi_turn.tar.gz*")]:
+        (parts / path.name).write_bytes(path.read_bytes())
+    assert {"primed.json", "primed.manifest.json", "shaped-g8.manifest.json"} <= {p.name for p in parts.iterdir()}
+    fresh = tmp_path / "fresh"
+    restored = _script("restore", "--work", str(fresh), "--parts", str(parts), *common, "--extend",
+                       "--set", "grpo.max_steps=2")
+    assert "bit-identical to the original" in restored.stdout, restored.stdout
+    assert (fresh / "runs" / "shaped-g8" / "checkpoints" / "checkpoint-1" / "trainer_state.json").is_file()
+    assert not (fresh / "keep" / "selection.json").exists() and not (fresh / "keep" / "own" / "grpo.jsonl").exists()
+    again = _script(*run, "--work", str(fresh), "--set", "grpo.max_steps=2")
+    assert "primed in" not in again.stdout and "own test tasks, primed" not in again.stdout
+    assert "trained:" in again.stdout and "selected on validation success: shaped-g8" in again.stdout
+    assert json.loads((fresh / "runs" / "shaped-g8" / "worker.json").read_text())["step"] == 2
+    state = json.loads((fresh / "keep" / "gpu_run.json").read_text())
+    assert state["restored"][0]["primed_identical"] is True and set(state["own"]) == {"primed", "grpo"}
+    assert state["calls"][-1]["done"] is True

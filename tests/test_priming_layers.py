@@ -46,3 +46,31 @@ def test_top_layers_must_not_be_negative_or_exceed_the_model():
         load_run_config(None, ["priming.enabled=true", "priming.top_layers=-1"])
     with pytest.raises(ValueError, match="has 2 decoder layers"):
         top_layers(SimpleNamespace(config=SimpleNamespace(num_hidden_layers=2)), 3)
+
+
+def test_rebuilt_primed_model_is_bit_identical(tmp_path):
+    """The kept priming LoRA merged into the base again gives the primed weights exactly (same device):
+    what a fresh GPU machine rebuilds instead of receiving hundreds of MB."""
+    from tests.test_train_run import tiny_overrides, toy_examples
+    from toolrl_lib.train import priming
+
+    make_tiny_model(tmp_path / "model")
+    config = load_run_config(None, tiny_overrides(tmp_path, **{
+        "priming.enabled": "true", "priming.max_steps": 2, "priming.batch_size": 2,
+        "priming.num_examples": 4, "priming.learning_rate": 0.05}))
+    out = priming.prime(config, str(tmp_path / "model"), toy_examples(4), "hermes", tmp_path / "primed", "cpu")
+    again = tmp_path / "again"
+    again.mkdir()
+    (again / priming.PRIMING_MARKER).write_text((out / priming.PRIMING_MARKER).read_text())
+    kept = out / priming.PRIMING_ADAPTER
+    priming.rebuild_primed(str(tmp_path / "model"), again, config.model.dtype, "cpu", adapter=kept)
+    assert priming.is_primed(again) and (again / priming.PRIMING_ADAPTER / "adapter_config.json").is_file()
+    primed, rebuilt, base = _weights(out), _weights(again), _weights(tmp_path / "model")
+    assert primed.keys() == rebuilt.keys()
+    assert all(torch.equal(primed[name], rebuilt[name]) for name in primed)
+    assert any(not torch.equal(primed[name], base[name]) for name in primed)  # the LoRA was merged
+    assert json.loads((again / priming.PRIMING_MARKER).read_text())["rebuilt_from"]["adapter"] == str(kept)
+    priming.rebuild_primed(str(tmp_path / "model"), again, config.model.dtype, "cpu")  # from its own kept adapter
+    assert all(torch.equal(primed[name], t) for name, t in _weights(again).items())
+    with pytest.raises(FileNotFoundError, match="no priming LoRA"):
+        priming.rebuild_primed(str(tmp_path / "model"), tmp_path / "none", config.model.dtype, "cpu")

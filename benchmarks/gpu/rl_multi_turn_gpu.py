@@ -32,6 +32,7 @@ the CPU test of the plumbing (``tests/test_multi_turn_gpu_script.py``).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -303,6 +304,98 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def weights_sha256(folder: Path) -> str:
+    """One digest of a model folder's weights (its ``*.safetensors``, in name order)."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.glob("*.safetensors")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def carry_out(args: argparse.Namespace) -> int:
+    """What a later session resumes this run from, spread over folders ``--to``/stage1, stage2, ...
+    (one device call brings one back: at most 8 files, under 64 MiB; ``carry.py``): the primed model
+    as its priming LoRA (``priming_adapter/``, ~20 MB, instead of the merged folder's ~270 MB) with
+    its marker and weights digest, and each variant's newest checkpoint with ``best/``. The run's
+    archive (``rl_multi_turn.tar.gz``: state, own-task rows, BFCL generations, logs) comes back with
+    every ``run`` call and travels beside them."""
+    from benchmarks.gpu import carry
+    from toolrl_lib.run_dir import latest_checkpoint
+    from toolrl_lib.train.priming import PRIMING_ADAPTER, PRIMING_MARKER
+
+    work, to = Path(args.work), Path(args.to)
+    primed, packed = work / "primed_model", to / "packed"
+    if not (primed / PRIMING_ADAPTER).is_dir():
+        raise SystemExit(f"{primed / PRIMING_ADAPTER} not found: this primed model cannot be rebuilt elsewhere")
+    whole = {"max_parts": 10**6, "part_mib": carry.PART_MIB}  # every part now; ``stage`` spreads them over calls
+    carry.pack(primed / PRIMING_ADAPTER, packed, "primed", folder=True, **whole)  # float32, as trained
+    (packed / "primed.json").write_text(json.dumps(
+        {"marker": json.loads((primed / PRIMING_MARKER).read_text()), "sha256": weights_sha256(primed)}, indent=1))
+    for variant in args.variants:
+        if latest_checkpoint(work / "runs" / variant / "checkpoints"):
+            carry.pack(work / "runs" / variant, packed, variant, **whole)
+    folders = carry.stage(sorted(packed.glob("*")), to, mib=carry.CALL_MIB, max_files=carry.CALL_FILES)
+    log(f"{len(folders)} calls bring it back: " + ", ".join(f"{f.name} ({len(list(f.iterdir()))} files)"
+                                                          for f in folders))
+    return 0
+
+
+def restore(args: argparse.Namespace) -> int:
+    """A fresh host from what ``carry`` brought back (``--parts``: its files and the last
+    ``rl_multi_turn.tar.gz`` or its parts): keep/ from the archive, the primed model merged again from
+    its LoRA into the base (its weights digest checked against the original's), each variant's
+    checkpoint and ``best/``. The next ``run`` resumes training from there. ``--extend``: a run that
+    was already selected and evaluated goes on training (raise ``grpo.max_steps`` if it finished): the
+    GRPO model's selection, test-task rows and BFCL are dropped (the primed model's are kept) and
+    redone at the new end."""
+    from benchmarks.gpu import carry
+    from toolrl_lib.models import resolve_model
+    from toolrl_lib.train.config import load_run_config
+    from toolrl_lib.train.priming import PRIMING_ADAPTER, rebuild_primed
+
+    work, parts = Path(args.work), Path(args.parts)
+    keep = work / "keep"
+    bmt.unpack(parts / "rl_multi_turn.tar.gz", keep)
+    state_file = keep / "gpu_run.json"
+    state = json.loads(state_file.read_text())
+    config = load_run_config(ROOT / CONFIG, base_overrides(args))
+    primed = work / "primed_model"
+    record = json.loads((parts / "primed.json").read_text())
+    carry.unpack(parts, "primed", primed / PRIMING_ADAPTER)
+    t0 = time.time()
+    rebuild_primed(str(resolve_model(config.model.name)), primed, config.model.dtype, config.device,
+                   info=record["marker"])
+    same = weights_sha256(primed) == record["sha256"]
+    state.setdefault("restored", []).append({"primed_identical": same, "rebuild_s": round(time.time() - t0, 1)})
+    log(f"primed model rebuilt from its LoRA in {time.time() - t0:.0f} s: weights "
+        + ("bit-identical to the original" if same else "DIFFER from the original (another device kind?)"))
+    for variant in args.variants:
+        if (parts / f"{variant}.manifest.json").is_file():
+            log(f"{variant}: {carry.unpack(parts, variant, work / 'runs' / variant)}")
+        for name in ("worker.json", "episodes"):
+            source, target = keep / "runs" / variant / name, work / "runs" / variant / name
+            if source.is_dir():
+                shutil.copytree(source, target, dirs_exist_ok=True)
+            elif source.is_file():
+                shutil.copy2(source, target)
+    if args.extend:
+        for path in (keep / "selection.json", keep / "own" / "grpo.jsonl", keep / "merge.log"):
+            path.unlink(missing_ok=True)
+        shutil.rmtree(keep / "bfcl" / "grpo", ignore_errors=True)
+        state["own"].pop("grpo", None)
+        for key in ("own_grpo_s", "merge_s"):
+            state["timings"].pop(key, None)
+        ended = state.pop("grpo_stopped_by_time", None)
+        for variant in args.variants:  # a variant that reached max_steps trains on up to the new one
+            record = work / "runs" / variant / "worker.json"
+            if record.is_file():
+                record.write_text(json.dumps({**json.loads(record.read_text()), "finished": False}, indent=2))
+        state["restored"][-1]["extended_from"] = ended
+        log(f"extending: GRPO goes on from steps {json.dumps(ended)}; the GRPO model's evaluation is redone at the end")
+    state_file.write_text(json.dumps(state, indent=2))
+    return 0
+
+
 def report(args: argparse.Namespace) -> int:
     from toolrl_lib.envs.evaluate import read_rows, success_groups
     from toolrl_lib.evaluate.analysis import compare_dirs
@@ -496,6 +589,19 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     w.add_argument("--tiny", default=None)
     w.add_argument("--start-delay-s", type=float, default=0)
+    c = sub.add_parser("carry", help="the end of a session: pack what the next one resumes from, a folder per call")
+    c.add_argument("--work", required=True)
+    c.add_argument("--to", required=True)
+    c.add_argument("--variants", default="shaped-g8", type=lambda text: [v for v in text.split(",") if v])
+    s = sub.add_parser("restore", help="a new session's host from what carry brought back")
+    s.add_argument("--work", required=True)
+    s.add_argument("--parts", required=True, help="carry's files and the last rl_multi_turn.tar.gz (or its parts)")
+    s.add_argument("--variants", default="shaped-g8", type=lambda text: [v for v in text.split(",") if v])
+    s.add_argument("--device", default="cuda")
+    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="as the run's --set")
+    s.add_argument("--tiny", default=None)
+    s.add_argument("--extend", action="store_true",
+                   help="an evaluated run trains on: drop the GRPO model's selection and evaluation")
     p = sub.add_parser("report")
     p.add_argument("--archive", default=None)
     p.add_argument("--work", required=True)
@@ -507,7 +613,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [v for v in getattr(args, "variants", []) if v not in VARIANTS]
     if unknown:
         parser.error(f"--variants {unknown}: expected among {list(VARIANTS)}")
-    return {"run": run, "worker": worker, "report": report}[args.phase](args)
+    return {"run": run, "worker": worker, "report": report, "carry": carry_out, "restore": restore}[args.phase](args)
 
 
 if __name__ == "__main__":

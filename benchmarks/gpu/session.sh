@@ -241,6 +241,14 @@ case "${1:?step}" in
        --variants "${RAS_VARIANTS:-g16-weighted,g16-binary}" ${CARRY_RUNS_ONLY:+--runs-only} || exit 1
      [ -d /tmp/carryall/stage"$N" ] && cp /tmp/carryall/stage"$N"/* "$OUT"/
      echo "carry call $N of $(ls -d /tmp/carryall/stage* | wc -l)"; ls -la "$OUT" ;;
+  mtrlcarry) N=${CARRY_CALL:?1-based call}   # issue 39: what a later session resumes from (as 38carry)
+     [ -d /tmp/mtrlcarry ] || python3 -m benchmarks.gpu.rl_multi_turn_gpu carry --work /tmp/mtrl --to /tmp/mtrlcarry \
+       --variants "${MTRL_VARIANTS:-shaped-g8,success-g8}" || exit 1
+     [ -d /tmp/mtrlcarry/stage"$N" ] && cp /tmp/mtrlcarry/stage"$N"/* "$OUT"/
+     echo "carry call $N of $(ls -d /tmp/mtrlcarry/stage* | wc -l)"; ls -la "$OUT" ;;
+  mtrlrestore) [ -f /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf ] || bash "$0" model || exit 1   # after `stage` calls
+     python3 -m benchmarks.gpu.rl_multi_turn_gpu restore --work /tmp/mtrl --parts /tmp/carry \
+       --variants "${MTRL_VARIANTS:-shaped-g8,success-g8}" ${MTRL_RESTORE_ARGS:-} ;;
   stage) mkdir -p /tmp/carry && cp .whl/stage"${STAGE:?}"/* /tmp/carry/ && ls /tmp/carry ;;
   38restore) python3 -m benchmarks.gpu.rl_at_scale restore --work /tmp/ras --parts /tmp/carry \
        --variants "${RAS_VARIANTS:-g16-weighted,g16-binary}" ;;

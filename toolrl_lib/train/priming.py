@@ -10,6 +10,7 @@ the pure-PyTorch stand-in from ``cpu_logprob`` first.
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -94,6 +95,37 @@ def prime(
     shutil.copytree(work / PRIMING_ADAPTER, out_dir / PRIMING_ADAPTER, dirs_exist_ok=True)
     shutil.rmtree(work, ignore_errors=True)
     del trainer, peft_model, merged, model
+    release_memory()
+    return out_dir
+
+
+def rebuild_primed(base_path: str, out_dir: str | Path, dtype: str, device: str, adapter: str | Path | None = None,
+                   info: dict[str, Any] | None = None) -> Path:
+    """``out_dir``, a primed folder, again from its base and its kept LoRA (``PRIMING_ADAPTER``, or
+    ``adapter``), merged as ``prime`` merges it. A fresh GPU machine rebuilds the primed model from a few
+    MB instead of receiving its weights; on the same kind of device the weights come out bit-identical.
+    ``info``: the marker's content (default: the one already in ``out_dir``)."""
+    from peft import PeftModel
+
+    from toolrl_lib.models import load_model, load_tokenizer
+    from toolrl_lib.train.sft import save_model_folder
+
+    out_dir = Path(out_dir)
+    adapter = Path(adapter) if adapter else out_dir / PRIMING_ADAPTER
+    if not (adapter / "adapter_config.json").is_file():
+        raise FileNotFoundError(f"{adapter}: no priming LoRA (adapter_config.json) to rebuild the primed model from")
+    info = info if info is not None else json.loads((out_dir / PRIMING_MARKER).read_text())
+    staged = out_dir.parent / (out_dir.name + ".adapter")
+    if adapter.resolve() != staged.resolve():  # save_model_folder replaces out_dir, the adapter's home
+        shutil.rmtree(staged, ignore_errors=True)
+        shutil.copytree(adapter, staged)
+    model = load_model(base_path, dtype=dtype, device=device)
+    merged = PeftModel.from_pretrained(model, str(staged)).merge_and_unload()
+    save_model_folder(merged, load_tokenizer(base_path, padding_side="right"), out_dir, PRIMING_MARKER,
+                      lambda: {**info, "rebuilt_from": {"base": base_path, "adapter": str(adapter)}})
+    shutil.copytree(staged, out_dir / PRIMING_ADAPTER, dirs_exist_ok=True)
+    shutil.rmtree(staged, ignore_errors=True)
+    del merged, model
     release_memory()
     return out_dir
 
