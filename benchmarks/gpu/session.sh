@@ -145,6 +145,14 @@
 #      BFCL was refused (now fp32: --bfcl-dtype). Next: one variant alone reaches 300+ steps in a session (~2.9 s a
 #      step in run 1): MTRL_VARIANTS=shaped-g8-fp32 (float32 engine fed by an exact merge; not yet run on a GPU),
 #      same MTRL_ARGS without --stagger-s.
+#   Across sessions (a run longer than one session's device time): at the end of one, after the last `watch`,
+#      `mtrlcarry` with CARRY_CALL=1, 2, ... (same MTRL_VARIANTS; each call brings back one folder: the primed
+#      model's priming LoRA + weights digest, each variant's newest checkpoint and best/; the first call packs
+#      them, it says how many calls there are). Here: python -m benchmarks.gpu.carry stage <every file brought
+#      back + the last rl_multi_turn.tar.gz (or its parts)> --to .whl. In the next session: 1, vllm1, vllm2,
+#      `stage` with STAGE=1, 2, ... [.whl/stageN], then `mtrlrestore` [.whl/gguf2] with MTRL_RESTORE_ARGS=--extend
+#      when the run was already evaluated (the primed model is merged again from its LoRA; its digest is
+#      checked), then mtrlbg as before: GRPO resumes from the checkpoint and is evaluated at the new end.
 set -uo pipefail
 export PYTHONPATH=/tmp/site:/tmp/vllm-site:$PWD TOOLRL_CACHE=/tmp/toolrl-cache HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 export VLLM_USE_FLASHINFER_SAMPLER=0  # flashinfer is not in the bundle: vLLM's own sampler
