@@ -144,7 +144,9 @@
 #      (~5.2 and ~3.9 s a step: the GPU was 95% busy), +0.025 on 280 test tasks; the bf16 merge for the GRPO model's
 #      BFCL was refused (now fp32: --bfcl-dtype). Next: one variant alone reaches 300+ steps in a session (~2.9 s a
 #      step in run 1): MTRL_VARIANTS=shaped-g8-fp32 (float32 engine fed by an exact merge; not yet run on a GPU),
-#      same MTRL_ARGS without --stagger-s.
+#      same MTRL_ARGS without --stagger-s, plus --set multi_turn.val_tasks=112 (56 could not separate run 2's
+#      variants) and --set grpo.max_steps=1000 (an --extend in a later session then needs no new max_steps).
+#      Not run yet: on 2026-12-05 (second session) no machine could be started in ten tries.
 #   Across sessions (a run longer than one session's device time): at the end of one, after the last `watch`,
 #      `mtrlcarry` with CARRY_CALL=1, 2, ... (same MTRL_VARIANTS; each call brings back one folder: the primed
 #      model's priming LoRA + weights digest, each variant's newest checkpoint and best/; the first call packs
