@@ -146,7 +146,7 @@
 #      step in run 1): MTRL_VARIANTS=shaped-g8-fp32 (float32 engine fed by an exact merge; not yet run on a GPU),
 #      same MTRL_ARGS without --stagger-s, plus --set multi_turn.val_tasks=112 (56 could not separate run 2's
 #      variants) and --set grpo.max_steps=1000 (an --extend in a later session then needs no new max_steps).
-#      Not run yet: on 2026-12-05 (second session) no machine could be started in ten tries.
+#      Not run yet: on 2026-12-05 (second session) no machine could be started in eleven tries.
 #   Across sessions (a run longer than one session's device time): at the end of one, after the last `watch`,
 #      `mtrlcarry` with CARRY_CALL=1, 2, ... (same MTRL_VARIANTS; each call brings back one folder: the primed
 #      model's priming LoRA + weights digest, each variant's newest checkpoint and best/; the first call packs
