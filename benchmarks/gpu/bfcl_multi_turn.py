@@ -97,22 +97,12 @@ def pack(work: Path, archive: Path, suffixes: tuple[str, ...] = (".json", ".json
             if path.is_file() and path.suffix in suffixes:
                 tar.add(path, arcname=str(path.relative_to(work)))
     print(f"packed {archive} ({archive.stat().st_size / 1e6:.1f} MB)", flush=True)
-    split_archive(archive)
-
-
-def split_archive(archive: Path) -> list[Path]:
-    """``archive`` itself, or (when over ``PART_BYTES``: files over 16 MiB do not come back from the
-    GPU host) its ``.part0``, ``.part1``, ... in its place; ``unpack`` joins them."""
     data = archive.read_bytes()
-    if len(data) <= PART_BYTES:
-        return [archive]
-    parts = []
-    for n, start in enumerate(range(0, len(data), PART_BYTES)):
-        parts.append(archive.with_name(f"{archive.name}.part{n}"))
-        parts[-1].write_bytes(data[start : start + PART_BYTES])
-    archive.unlink()
-    print(f"split into {len(parts)} parts of <= {PART_BYTES >> 20} MiB ({archive.name}.partN)", flush=True)
-    return parts
+    if len(data) > PART_BYTES:  # files over 16 MiB do not come back from the GPU host: split
+        for n, start in enumerate(range(0, len(data), PART_BYTES)):
+            archive.with_name(f"{archive.name}.part{n}").write_bytes(data[start : start + PART_BYTES])
+        archive.unlink()
+        print(f"split into {n + 1} parts of <= {PART_BYTES >> 20} MiB ({archive.name}.partN)", flush=True)
 
 
 PART_BYTES = 15 << 20

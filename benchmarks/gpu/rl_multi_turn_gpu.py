@@ -360,12 +360,12 @@ def restore(args: argparse.Namespace) -> int:
     state = json.loads(state_file.read_text())
     config = load_run_config(ROOT / CONFIG, base_overrides(args))
     primed = work / "primed_model"
-    record = json.loads((parts / "primed.json").read_text())
+    original = json.loads((parts / "primed.json").read_text())  # carry_out's marker and weights digest
     carry.unpack(parts, "primed", primed / PRIMING_ADAPTER)
     t0 = time.time()
     rebuild_primed(str(resolve_model(config.model.name)), primed, config.model.dtype, config.device,
-                   info=record["marker"])
-    same = weights_sha256(primed) == record["sha256"]
+                   info=original["marker"])
+    same = weights_sha256(primed) == original["sha256"]
     state.setdefault("restored", []).append({"primed_identical": same, "rebuild_s": round(time.time() - t0, 1)})
     log(f"primed model rebuilt from its LoRA in {time.time() - t0:.0f} s: weights "
         + ("bit-identical to the original" if same else "DIFFER from the original (another device kind?)"))
@@ -387,9 +387,10 @@ def restore(args: argparse.Namespace) -> int:
             state["timings"].pop(key, None)
         ended = state.pop("grpo_stopped_by_time", None)
         for variant in args.variants:  # a variant that reached max_steps trains on up to the new one
-            record = work / "runs" / variant / "worker.json"
-            if record.is_file():
-                record.write_text(json.dumps({**json.loads(record.read_text()), "finished": False}, indent=2))
+            worker_file = work / "runs" / variant / "worker.json"
+            if worker_file.is_file():
+                worker_file.write_text(json.dumps({**time_limit.worker_state(work / "runs" / variant),
+                                                   "finished": False}, indent=2))
         state["restored"][-1]["extended_from"] = ended
         log(f"extending: GRPO goes on from steps {json.dumps(ended)}; the GRPO model's evaluation is redone at the end")
     state_file.write_text(json.dumps(state, indent=2))
