@@ -43,3 +43,23 @@ def test_the_committed_result_plots(tmp_path):
     figure = plot_validation_curves(curves, result["selection"]["chosen"], sorted(result["own_by_kind"]),
                                     tmp_path / "curves.png")
     assert figure.stat().st_size > 10_000
+
+
+def test_a_cut_bfcl_run_scores_only_the_categories_it_finished(tmp_path):
+    """--partial: a GRPO model whose BFCL generation the deadline cut is scored on the categories
+    holding every entry; a category with entries missing gets no result file (nothing is padded)."""
+    from benchmarks.gpu.bfcl_multi_turn import category_rows, write_complete_results
+    from toolrl_lib.data.bfcl import load_bfcl_entries
+    from toolrl_lib.evaluate import bfcl_results as results
+
+    def empty(entry_id: str) -> dict:
+        return {"id": entry_id, "result": [[] for _ in range(1)], "steps": 1, "generate_seconds": 0.1}
+
+    for category, n in (("multi_turn_base", 2), ("multi_turn_miss_func", 1)):
+        ids = [e["id"] for e in load_bfcl_entries(category)[:n]]
+        results.append_results(results.generations_file(tmp_path, category), [empty(i) for i in ids])
+    assert write_complete_results("grpo", tmp_path, limit=2) == ["multi_turn_base"]
+    assert results.result_file(tmp_path, "grpo", "multi_turn_base").is_file()
+    assert not results.result_file(tmp_path, "grpo", "multi_turn_miss_func").exists()
+    rows, _ = category_rows("grpo", tmp_path)
+    assert [(r["category"], r["n"], r["accuracy"]) for r in rows] == [("multi_turn_base", 2, 0.0)]

@@ -93,6 +93,33 @@ def test_final_reserve_ends_grpo_and_evaluates_in_the_same_call(tmp_path, tiny_m
     assert json.loads((work / "keep" / "gpu_run.json").read_text())["calls"][-1]["done"] is True
 
 
+def test_a_primed_bfcl_that_failed_beside_grpo_runs_in_the_final_phase(tmp_path, tiny_model_dir, monkeypatch):
+    """The primed model's BFCL engine could not start beside the trainer (an H100, 2026-12-05: 8 of 79 GiB
+    free): the same call generates it after GRPO, beside the GRPO model's, and ends done."""
+    from benchmarks.gpu import bfcl_multi_turn, rl_multi_turn_gpu
+
+    real, calls = bfcl_multi_turn.phase_generate, []
+
+    def first_primed_attempt_fails(models, work, args):
+        calls.append([label for label, _ in models])
+        if len(calls) == 1:  # the side thread's attempt: the engine died at start, nothing generated
+            return None
+        return real(models, work, args)
+
+    monkeypatch.setattr(bfcl_multi_turn, "phase_generate", first_primed_attempt_fails)
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    work = tmp_path / "work"
+    assert rl_multi_turn_gpu.main([
+        "run", "--work", str(work), "--out", str(tmp_path / "out"), "--device", "cpu", "--tiny", str(tiny_model_dir),
+        "--own-tasks", "2", "--bfcl-limit", "1", "--bfcl-max-new-tokens", "4", "--bfcl-max-live", "4",
+        "--stagger-s", "1", "--variants", "shaped-g8", "--set", "grpo.max_steps=100000",
+        "--budget-s", "330", "--final-reserve-s", "150", "--stop-margin-s", "90"]) == 0
+    assert calls[0] == ["primed"] and sorted(map(tuple, calls[1:])) == [("grpo",), ("primed",)]
+    assert (work / "keep" / "bfcl" / "primed" / "timing.json").is_file()
+    assert json.loads((work / "keep" / "gpu_run.json").read_text())["calls"][-1]["done"] is True
+
+
 def test_carry_and_restore_on_a_fresh_host_extends_the_run(tmp_path, tiny_model_dir):
     """The end of one session: ``carry`` packs the primed model's LoRA and the variant's checkpoint
     into folders one device call each brings back; on a fresh host ``restore --extend`` rebuilds the

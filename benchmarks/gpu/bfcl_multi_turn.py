@@ -122,6 +122,25 @@ def unpack(archive: Path, work: Path) -> None:
         tar.extractall(work, filter="data")
 
 
+def write_complete_results(label: str, folder: Path, limit: int | None = None) -> list[str]:
+    """The result files of a model whose generation was cut short, for the categories it finished
+    (every entry generated): those can be scored on their own. Returns them; the rest are left out."""
+    from toolrl_lib.data.bfcl import load_bfcl_entries
+    from toolrl_lib.evaluate import bfcl_results as results
+    from toolrl_lib.evaluate.bfcl_multi_turn.runner import write_multi_turn_results
+
+    complete = []
+    for category in MULTI_TURN:
+        source = results.generations_file(folder, category)
+        if not source.is_file():
+            continue
+        ids = [str(e["id"]) for e in load_bfcl_entries(category)[:limit]]
+        if set(ids) <= results.done_ids(source):
+            write_multi_turn_results(folder, results.bfcl_model_name(label), category, ids)
+            complete.append(category)
+    return complete
+
+
 def category_rows(label: str, folder: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Score one model's folder (sanitiser first) and tabulate it per category."""
     import pandas as pd

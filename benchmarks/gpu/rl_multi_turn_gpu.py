@@ -283,6 +283,11 @@ def run(args: argparse.Namespace) -> int:
     if (keep / "selection.json").is_file():
         own_tasks("primed", None)  # when the side thread had no time for it
         release_gpu_memory()
+        if not (bfcl / "primed" / "timing.json").is_file() and time.time() < deadline - 90:
+            # beside training its engine may not have started (on an H100 on 2026-12-05 the trainer left
+            # 8 of 79 GiB free): it resumes now, beside the GRPO model's, with training over
+            log("the primed model's BFCL did not finish beside GRPO: resumed beside the GRPO model's")
+            generate([("primed", str(primed))], bfcl, final_settings, deadline - 20)
     if final is not None:
         final.join()
     done = all((bfcl / label / "timing.json").is_file() for label in PAIR) and set(state["own"]) == set(PAIR)
@@ -409,8 +414,12 @@ def report(args: argparse.Namespace) -> int:
     missing = [label for label in PAIR if not (work / "bfcl" / label / "timing.json").is_file()]
     if missing and not args.partial:
         raise SystemExit(f"BFCL generation of {missing} is not finished: run the GPU phase again (or --partial)")
-    # a model whose BFCL generation did not finish is not scored (--partial): no BFCL comparison then
-    rows = {label: [] if label in missing else bmt.category_rows(label, work / "bfcl" / label)[0] for label in PAIR}
+    # a model whose BFCL generation did not finish (--partial) is scored on the categories it finished,
+    # and there is no BFCL comparison then
+    partial = {label: bmt.write_complete_results(label, work / "bfcl" / label, info["bfcl_settings"].get("limit"))
+               for label in missing if (work / "bfcl" / label).is_dir()}
+    rows = {label: bmt.category_rows(label, work / "bfcl" / label)[0]
+            if label not in missing or partial.get(label) else [] for label in PAIR}
     own = {label: {r["task_id"]: r for r in read_rows(work / "own" / f"{label}.jsonl")} for label in PAIR}
     models: dict[str, dict[str, Any]] = {}
     for label in PAIR:
@@ -453,12 +462,14 @@ def report(args: argparse.Namespace) -> int:
               "variants": {v: json.loads((work / "runs" / v / "worker.json").read_text())
                            for v in info.get("variants", []) if (work / "runs" / v / "worker.json").is_file()},
               "bfcl_settings": info["bfcl_settings"], "incomplete": missing,
+              "partial_categories": {label: cats for label, cats in partial.items() if cats},
               "commands": {"gpu": [c["command"] for c in info["calls"]], "report": report_command(sys.argv)},
               "notes": args.note}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "rl_multi_turn.json").write_text(json.dumps(result, indent=2, default=str))
-    (out / "rl_multi_turn.md").write_text(to_markdown(result, info))
+    stem = f"rl_multi_turn_{args.tag}" if args.tag else "rl_multi_turn"
+    (out / f"{stem}.json").write_text(json.dumps(result, indent=2, default=str))
+    (out / f"{stem}.md").write_text(to_markdown(result, info))
     if args.figure:
         from toolrl_lib.envs.report import plot_validation_curves, validation_curves
 
@@ -512,8 +523,10 @@ def to_markdown(result: dict[str, Any], info: dict[str, Any]) -> str:
                      f"{bmt._f(r['turns_passed_share'])} | {bmt._f(r['over_window_share'])} | "
                      f"{r['force_terminated']} | {bmt._f(r['steps_per_entry'], 2)} |")
     if result["incomplete"]:
-        lines += ["", f"**Incomplete**: BFCL generation of {result['incomplete']} did not finish in the call: not "
-                  "scored, so no BFCL comparison (the detail above lists the models that finished)."]
+        scored = result.get("partial_categories") or {}
+        lines += ["", f"**Incomplete**: BFCL generation of {result['incomplete']} did not finish in the call, so "
+                  "there is no BFCL comparison" + (f"; the categories each finished are scored alone: "
+                                                   f"{json.dumps(scored)}" if scored else "") + "."]
     lines += variant_table(result)
     lines += ["", "Validation of the selected variant (our val split; success is episode success, per kind too):", "", "```",
               result["selection"]["validation_csv"].strip(), "```", "",
@@ -610,6 +623,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--note", action="append", default=[], help="a line for the markdown's notes (repeat)")
     p.add_argument("--partial", action="store_true", help="report even if a model's BFCL run was cut short")
     p.add_argument("--figure", default=None, help="also plot every variant's validation curve here (a .png)")
+    p.add_argument("--tag", default="", help="write rl_multi_turn_TAG.{json,md} (an earlier run's files stay)")
     args = parser.parse_args(argv)
     unknown = [v for v in getattr(args, "variants", []) if v not in VARIANTS]
     if unknown:

@@ -259,6 +259,10 @@ case "${1:?step}" in
   mtrlrestore) [ -f /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf ] || bash "$0" model || exit 1   # after `stage` calls
      python3 -m benchmarks.gpu.rl_multi_turn_gpu restore --work /tmp/mtrl --parts /tmp/carry \
        --variants "${MTRL_VARIANTS:-shaped-g8,success-g8}" ${MTRL_RESTORE_ARGS:-} ;;
+  pmix) [ -f /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf ] || bash "$0" model || exit 1   # issue 39: priming mixes
+     python3 -m benchmarks.priming_mix --device cuda --dtype bf16 --val-tasks "${PMIX_VAL:-112}" --work /tmp/pmix \
+       --out "$OUT" ${PMIX_ARGS:---mix default=default --mix d4h1=default*4,hard --mix d3h2=default*3,hard*2} \
+       2>&1 | grep -v "it/s]" | tail -12 ;;
   stage) mkdir -p /tmp/carry && cp .whl/stage"${STAGE:?}"/* /tmp/carry/ && ls /tmp/carry ;;
   38restore) python3 -m benchmarks.gpu.rl_at_scale restore --work /tmp/ras --parts /tmp/carry \
        --variants "${RAS_VARIANTS:-g16-weighted,g16-binary}" ;;
