@@ -146,7 +146,19 @@
 #      step in run 1): MTRL_VARIANTS=shaped-g8-fp32 (float32 engine fed by an exact merge; not yet run on a GPU),
 #      same MTRL_ARGS without --stagger-s, plus --set multi_turn.val_tasks=112 (56 could not separate run 2's
 #      variants) and --set grpo.max_steps=1000 (an --extend in a later session then needs no new max_steps).
-#      Not run yet: on 2026-12-05 (second session) no machine could be started in eleven tries.
+#      Not run on 2026-12-05's second session (no machine could be started in eleven tries); ran in the third
+#      (run 3, benchmarks/results/rl_multi_turn_run3.md) on an H100 80GB: MTRL_BUDGET=1505 and the MTRL_ARGS above
+#      with --set grpo.per_device_train_batch_size=8 --set grpo.gradient_accumulation_steps=4 --final-eval-kv-gib 16:
+#      192 steps at 4.3 s (300 not reached), +0.032 on 280 test tasks; the float32 engine ran (log-prob gap 0.00042
+#      a token against bf16's 0.0083). The primed model's BFCL engine failed to start beside the trainer (8 of 79 GiB
+#      free; it now resumes after GRPO, beside the GRPO model's) and 400 s of reserve cut the GRPO model's BFCL at
+#      659/800 on the H100 (~2.8 entries/s): on an H100 give --final-reserve-s 600.
+#      Next (two thirds of run 3's groups had no reward spread: the primed model never succeeds on six kinds):
+#      `pmix` first (~4 min: priming mixes with a share of hard-kind gold episodes, primed success on 112 validation
+#      tasks -> $OUT/priming_mix.{json,md}; copy to benchmarks/results), then the run with the mix chosen on validation
+#      (primed success well above run 3's 0.036 and at most 0.5) through --set multi_turn.priming_kinds=[...] (no
+#      spaces: MTRL_ARGS is split on them); at the session's end `mtrlcarry` if under 300 steps, --extend after.
+#   pmix [.whl/gguf2]  priming mixes (benchmarks/priming_mix.py; PMIX_ARGS, PMIX_VAL) -> $OUT/priming_mix.{json,md}
 #   Across sessions (a run longer than one session's device time): at the end of one, after the last `watch`,
 #      `mtrlcarry` with CARRY_CALL=1, 2, ... (same MTRL_VARIANTS; each call brings back one folder: the primed
 #      model's priming LoRA + weights digest, each variant's newest checkpoint and best/; the first call packs
