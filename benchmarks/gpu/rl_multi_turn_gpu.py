@@ -7,15 +7,17 @@ Two phases:
             group size) side by side from it, each in its own process, stopped in time with a
             checkpoint and resumed by the next call (configs/multi_turn_embedded_gpu.yaml plus --set);
             the variant with the best validation success is "grpo"; BFCL's four multi-turn categories (all 800 entries unless --bfcl-limit) for the
-            primed model start as soon as priming is done, side by side with GRPO on the GPU, and for the
-            GRPO model once it is trained (generation only, through benchmarks/gpu/bfcl_multi_turn.py's
+            primed model start as soon as priming is done, side by side with GRPO on the GPU (resumed after
+            GRPO when its engine could not start beside the trainer), and for the GRPO model once it is trained (generation only, through benchmarks/gpu/bfcl_multi_turn.py's
             resumable ``phase_generate``: the scorer's venv lives on the CPU box); greedy episode success
             of primed and GRPO on our *test* split. Every call stops by --budget-s and packs what exists
             (state, own-task rows, BFCL generations so far, the run's logs) into
             --out/rl_multi_turn.tar.gz (split into .partN when over 15 MiB)
     report  (CPU box) score the BFCL generations with BFCL's checker (sanitiser first), paired bootstrap
             95% CIs of GRPO - primed per category and on our own tasks ->
-            benchmarks/results/rl_multi_turn.{md,json} (the shape of rl_single_turn.json)
+            benchmarks/results/rl_multi_turn.{md,json} (the shape of rl_single_turn.json; --tag T:
+            rl_multi_turn_T.*); --partial: a model whose BFCL the deadline cut is scored on the
+            categories it finished, with no BFCL comparison
 
     python -m benchmarks.gpu.rl_multi_turn_gpu run --work /tmp/mtrl --out $OUT --set grpo.max_steps=12
     python -m benchmarks.gpu.rl_multi_turn_gpu report --archive rl_multi_turn.tar.gz --work runs/rl_multi_turn

@@ -153,6 +153,9 @@
 #      a token against bf16's 0.0083). The primed model's BFCL engine failed to start beside the trainer (8 of 79 GiB
 #      free; it now resumes after GRPO, beside the GRPO model's) and 400 s of reserve cut the GRPO model's BFCL at
 #      659/800 on the H100 (~2.8 entries/s): on an H100 give --final-reserve-s 600.
+#      mtrlbg now picks the micro-batch, the final reserve and KV cache by the card's memory (above); leave them out
+#      of MTRL_ARGS: MTRL_ARGS="--stop-margin-s 80 --own-tasks 280 --set multi_turn.val_tasks=112
+#      --set grpo.max_steps=1000".
 #      Next (two thirds of run 3's groups had no reward spread: the primed model never succeeds on six kinds):
 #      `pmix` first (~4 min: priming mixes with a share of hard-kind gold episodes, primed success on 112 validation
 #      tasks -> $OUT/priming_mix.{json,md}; copy to benchmarks/results), then the run with the mix chosen on validation
@@ -251,8 +254,16 @@ case "${1:?step}" in
      detach python3 -m benchmarks.gpu.rl_at_scale run --work /tmp/ras --out /tmp/bg-out --budget-s "$B" "${RAS_RUN[@]}" ;;
   mtrlbg) B=${MTRL_BUDGET:?seconds the detached chain may take}
      [ -f /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf ] || bash "$0" model || exit 1
+     # by the card (MTRL_ARGS come after, so they still decide): an H200 takes 16 episodes a micro-batch x 2 and
+     # 400 s of final reserve (run 2); a card under 100 GiB (an H100, run 3) half the micro-batch x 4, a smaller
+     # final KV cache and 600 s (the GRPO model's BFCL ran ~2.8 entries/s there)
+     GIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+     CARD=(--final-reserve-s 400 --set grpo.per_device_train_batch_size=16 --set grpo.gradient_accumulation_steps=2)
+     [ "${GIB:-0}" -lt 102400 ] && CARD=(--final-reserve-s 600 --final-eval-kv-gib 16 \
+       --set grpo.per_device_train_batch_size=8 --set grpo.gradient_accumulation_steps=4)
+     echo "card of ${GIB} MiB: ${CARD[*]}"
      detach python3 -m benchmarks.gpu.rl_multi_turn_gpu run --work /tmp/mtrl --out /tmp/bg-out --budget-s "$B" \
-       --variants "${MTRL_VARIANTS:-shaped-g8,success-g8}" ${MTRL_ARGS:-} ;;
+       --variants "${MTRL_VARIANTS:-shaped-g8,success-g8}" "${CARD[@]}" ${MTRL_ARGS:-} ;;
   watch) S=${WATCH_S:-570}   # keeps the host (and the detached chain) alive; returns its results once it ends
      pid=$(cat /tmp/bg.pid)
      while kill -0 "$pid" 2>/dev/null && [ "$(left "$S")" -gt 0 ]; do sleep 5; done
