@@ -17,6 +17,9 @@ hard ones) or one kind, each with an optional ``*N`` weight (``make_tasks`` cycl
 model with the same recipe (``configs/multi_turn_embedded_gpu.yaml``'s ``priming``) on
 ``multi_turn.priming_episodes`` train-split episodes; validation tasks come from the val split, whose
 seeds never meet the train split's. Resumable: a mix already primed and evaluated is kept.
+Of 512 episodes (computed here, no model run): ``default*4,hard`` holds 112 of the hard kinds (16 each,
+22%), ``default*3,hard*2`` 224 (32 each, 44%); every gold episode of either fits ``priming.max_length``
+(longest 1,968 of 2,048 tokens).
 Writes ``priming_mix.{json,md}`` (validation only: never the test split, never BFCL).
 """
 
