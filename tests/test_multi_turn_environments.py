@@ -118,3 +118,17 @@ def test_environment_execution_is_safe_and_rolls_back():
     assert not long_read.executed and "result is longer" in long_read.result
     outcome = big.call({"name": "write_file", "arguments": {"path": "notes/x.txt", "content": "y" * 3000}})
     assert not outcome.executed and "longer than" in outcome.result and big.state() == state
+
+
+def test_an_episode_keeps_its_step_texts_and_the_refusals_for_reading_later(tokenizer):
+    from toolrl_lib.envs.episode import encode
+
+    adapter = get_adapter("hermes")
+    task = get_env("calendar").generate(3, "dependent")
+    episode = Episode(get_env(task.env), task, adapter, tokenizer, EpisodeSettings(max_episode_tokens=8192))
+    wrong = adapter.render_completion([{"name": "no_such_tool", "arguments": {"x": 1}}])
+    episode.feed(encode(tokenizer, wrong) + [tokenizer.eos_token_id])
+    kept = episode.transcript(max_chars=500)
+    assert episode.refused == 1 and len(kept["refusals"]) == 1 and "no_such_tool" in kept["refusals"][0]
+    assert kept["texts"] == [tokenizer.decode(encode(tokenizer, wrong), skip_special_tokens=True)]
+    assert all(len(t) <= 10 for t in episode.transcript(max_chars=10)["texts"])

@@ -87,6 +87,7 @@ class Episode:
         self.executed: list[list[dict[str, Any]]] = [[]]
         self.states: list[dict[str, Any]] = []
         self.texts: list[str] = []  # the model's step texts, for transcripts
+        self.refusals: list[str] = []  # what the environment answered each call it did not execute
 
     def user_text(self, number: int) -> str:
         turn = self.task.turns[number]
@@ -134,6 +135,8 @@ class Episode:
             self.refused += not outcome.executed
             if outcome.executed:
                 self.executed[self.turn].append({"name": outcome.name, "arguments": outcome.arguments})
+            else:
+                self.refusals.append(str(outcome.result))
             results.append(outcome.result)
         results += [f"Error: at most {limit} calls per step"] * (len(parsed.calls) - limit)
         messages = [self.adapter.tool_result_message(r) for r in results]
@@ -173,6 +176,12 @@ class Episode:
             "truncated": self.truncated, "calls": self.calls, "refused": self.refused,
             "model_tokens": sum(self.env_mask), "injected_tokens": len(self.env_mask) - sum(self.env_mask),
         }
+
+
+    def transcript(self, max_chars: int = 240) -> dict[str, list[str]]:
+        """The model's step texts and the environment's refusals, each cut to ``max_chars``: what an
+        evaluation row keeps so that a failure can be read afterwards (which call, which error)."""
+        return {"texts": [t[:max_chars] for t in self.texts], "refusals": [r[:max_chars] for r in self.refusals]}
 
 
 def gold_replies(task: Task, adapter: Any) -> list[str]:

@@ -20,14 +20,15 @@ from toolrl_lib.envs.rollout import SamplingSettings, new_episodes, run_episodes
 def evaluate_episodes(model: Any, tokenizer: Any, tasks: list[Task], family: str,
                       settings: EpisodeSettings, sampling: SamplingSettings | None = None,
                       seed: int = 0, step: Any = None) -> tuple[list[dict[str, Any]], list[Episode]]:
-    """Run every task once; returns the outcome rows and the finished episodes (``step``:
-    another sampler for the rounds, ``rollout.vllm_step``)."""
+    """Run every task once; returns the outcome rows (with each episode's ``transcript``: its step
+    texts and refusals, cut short) and the finished episodes (``step``: another sampler for the
+    rounds, ``rollout.vllm_step``)."""
     from toolrl_lib.prompts import get_adapter
 
     sampling = sampling or SamplingSettings(do_sample=False)
     episodes = new_episodes(tasks, get_adapter(family), tokenizer, settings)
     run_episodes(model, tokenizer, episodes, sampling, seed=seed, step=step)
-    return [e.result() for e in episodes], episodes
+    return [{**e.result(), **e.transcript()} for e in episodes], episodes
 
 
 def success_groups(rows: list[dict[str, Any]], field: str) -> dict[str, list[float]]:
