@@ -63,3 +63,25 @@ def test_a_cut_bfcl_run_scores_only_the_categories_it_finished(tmp_path):
     assert not results.result_file(tmp_path, "grpo", "multi_turn_miss_func").exists()
     rows, _ = category_rows("grpo", tmp_path)
     assert [(r["category"], r["n"], r["accuracy"]) for r in rows] == [("multi_turn_base", 2, 0.0)]
+
+
+def test_refusals_are_tabulated_per_kind_with_the_commonest():
+    import doctest
+
+    import benchmarks.priming_mix
+    import toolrl_lib.envs.report
+    from benchmarks.gpu.rl_multi_turn_gpu import refusal_lines
+    from toolrl_lib.envs.report import common_refusals
+
+    for module in (toolrl_lib.envs.report, benchmarks.priming_mix):
+        found = doctest.testmod(module)
+        assert found.attempted > 0 and found.failed == 0, module.__name__
+    grpo = [{"kind": "recover", "refused": 2, "refusals": ["Error: insufficient funds in 12", "Error: a | b"]},
+            {"kind": "recover", "refused": 1, "refusals": ["Error: insufficient funds in 3"]}]
+    older = [{"kind": "recover", "refused": 4}]  # a row from before rows kept their refusals
+    table = {"primed": common_refusals(older), "grpo": common_refusals(grpo)}
+    assert table["grpo"]["recover"]["top"][0] == ["Error: insufficient funds in N", 2]
+    assert table["primed"]["recover"] == {"episodes": 1, "refused_per_episode": 4.0, "top": []}
+    lines = refusal_lines({"own_refusals": table})
+    assert "| recover | 4.00 | 1.50 | Error: insufficient funds in N (2); Error: a / b (1) |" in lines
+    assert refusal_lines({}) == []

@@ -406,6 +406,7 @@ def restore(args: argparse.Namespace) -> int:
 
 def report(args: argparse.Namespace) -> int:
     from toolrl_lib.envs.evaluate import read_rows, success_groups
+    from toolrl_lib.envs.report import common_refusals
     from toolrl_lib.evaluate.analysis import compare_dirs
     from toolrl_lib.evaluate.stats import paired_bootstrap
 
@@ -448,6 +449,7 @@ def report(args: argparse.Namespace) -> int:
         by_group[field] = {name: {"n": len(values), **{label: round(sum(groups[label][name]) / len(values), 4)
                                                        for label in PAIR}}
                            for name, values in sorted(groups["primed"].items())}
+    refusals = {label: common_refusals(list(own[label].values())) for label in PAIR}
     selection = json.loads((work / "selection.json").read_text())
     chosen_csv = work / "runs" / selection["chosen"] / "validation.csv"
     validation = chosen_csv.read_text() if chosen_csv.is_file() else ""
@@ -457,7 +459,7 @@ def report(args: argparse.Namespace) -> int:
               "selection": {**selection, "validation_csv": validation,
                             "note": "the variant with the best validation success (never BFCL or our test split)"},
               "models": models, "comparisons": comparisons, "own_by_kind": by_group["kind"],
-              "own_by_app": by_group["app"], "grpo_stopped_by_time": info.get("grpo_stopped_by_time"),
+              "own_by_app": by_group["app"], "own_refusals": refusals, "grpo_stopped_by_time": info.get("grpo_stopped_by_time"),
               "variant_validation": variant_validation,
               "bfcl_rows": rows["primed"] + rows["grpo"],
               "timings": info["timings"], "gpu_calls": info["calls"], "overrides": info["overrides"],
@@ -517,6 +519,7 @@ def to_markdown(result: dict[str, Any], info: dict[str, Any]) -> str:
                   f"| {field} | n | primed | GRPO | GRPO - primed |", "| --- | --- | --- | --- | --- |"]
         lines += [f"| {name} | {g['n']} | {g['primed']:.3f} | {g['grpo']:.3f} | {g['grpo'] - g['primed']:+.3f} |"
                   for name, g in groups.items()]
+    lines += refusal_lines(result)
     lines += ["", "BFCL detail (turns passed: mean share of an entry's turns before the checker failed it):", "",
               "| model | category | n | accuracy | turns passed | over window | force-terminated | steps/entry |",
               "|" + " --- |" * 8]
@@ -538,6 +541,22 @@ def to_markdown(result: dict[str, Any], info: dict[str, Any]) -> str:
     if result.get("notes"):
         lines += ["", "Notes:", ""] + [f"- {n}" for n in result["notes"]]
     return "\n".join(lines) + "\n"
+
+
+def refusal_lines(result: dict[str, Any]) -> list[str]:
+    """Markdown lines: calls our environments refused on the test tasks, per kind, with the commonest
+    refusals (rows from before evaluation rows kept them: the counts only)."""
+    refusals = result.get("own_refusals") or {}
+    if not refusals:
+        return []
+    lines = ["", "Refused calls on our test tasks (per episode; the commonest refusals, digits as N):", "",
+             "| kind | primed | GRPO | GRPO's commonest refusals |", "| --- | --- | --- | --- |"]
+    for kind, grpo in refusals.get("grpo", {}).items():
+        primed = refusals.get("primed", {}).get(kind, {})
+        top = "; ".join(f"{text.replace('|', '/')} ({n})" for text, n in grpo["top"]) or "—"
+        lines.append(f"| {kind} | {primed.get('refused_per_episode', float('nan')):.2f} | "
+                     f"{grpo['refused_per_episode']:.2f} | {top} |")
+    return lines
 
 
 def variant_table(result: dict[str, Any]) -> list[str]:

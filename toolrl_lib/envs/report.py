@@ -101,6 +101,28 @@ def success_breakdown(rows: list[dict[str, Any]]) -> Any:
     return pd.DataFrame(table, columns=["by", "name", "tasks", "success"]).set_index(["by", "name"])
 
 
+def common_refusals(rows: list[dict[str, Any]], top: int = 3) -> dict[str, dict[str, Any]]:
+    """Per task kind: refused calls an episode and the ``top`` most common refusals, digits as ``N``
+    (rows written before evaluation rows kept ``refusals`` are counted but not itemised).
+
+    >>> common_refusals([{"kind": "chain", "refused": 2, "refusals": ["Error: no event with id 7",
+    ...                                                             "Error: no event with id 9"]}])
+    {'chain': {'episodes': 1, 'refused_per_episode': 2.0, 'top': [['Error: no event with id N', 2]]}}
+    """
+    import re
+    from collections import Counter, defaultdict
+
+    by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_kind[row["kind"]].append(row)
+    out = {}
+    for kind, group in sorted(by_kind.items()):
+        counts = Counter(re.sub(r"\d+", "N", text) for row in group for text in row.get("refusals") or [])
+        out[kind] = {"episodes": len(group), "refused_per_episode": sum(r.get("refused", 0) for r in group) / len(group),
+                     "top": [[text, n] for text, n in counts.most_common(top)]}
+    return out
+
+
 def paired_success(run_dir: str | Path, a: str = "primed", b: str = "final") -> tuple[list[float], list[float]]:
     """Per-task 0/1 success of two stages on the same validation tasks (for a paired CI)."""
     from toolrl_lib.envs.evaluate import read_rows
