@@ -296,6 +296,7 @@ def test_the_rollout_func_uses_the_colocated_engine(tiny, vllm_params):
     rollout = make_rollout_func("hermes", BIG, SamplingSettings())
     out = rollout([task_key(t) for t in tasks], trainer)
     assert engine.calls and [r["success"] for r in out["episode"]] == [True, True]
+    assert len({r["rollout_s"] for r in out["episode"]}) == 1 and out["episode"][0]["rollout_s"] > 0  # one round
     assert [len(lp) for lp in out["logprobs"]] == [len(ids) for ids in out["completion_ids"]]
 
 

@@ -8,8 +8,8 @@ Two phases:
             checkpoint and resumed by the next call (configs/multi_turn_embedded_gpu.yaml plus --set);
             the variant with the best validation success is "grpo"; BFCL's four multi-turn categories (all 800 entries unless --bfcl-limit) for the
             primed model start as soon as priming is done, side by side with GRPO on the GPU (resumed after
-            GRPO when its engine could not start beside the trainer), and for the GRPO model once it is trained (generation only, through benchmarks/gpu/bfcl_multi_turn.py's
-            resumable ``phase_generate``: the scorer's venv lives on the CPU box); greedy episode success
+            GRPO when its engine could not start beside the trainer), and for the GRPO model once it is
+            trained (generation only, through benchmarks/gpu/bfcl_multi_turn.py's resumable ``phase_generate``: the scorer's venv lives on the CPU box); greedy episode success
             of primed and GRPO on our *test* split. Every call stops by --budget-s and packs what exists
             (state, own-task rows, BFCL generations so far, the run's logs) into
             --out/rl_multi_turn.tar.gz (split into .partN when over 15 MiB)

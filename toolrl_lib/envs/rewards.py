@@ -46,7 +46,7 @@ def episode_reward(outcome: dict[str, Any], scheme: EpisodeRewardScheme) -> floa
     return scheme.success * parts["success"] + scheme.calls * parts["calls"] + scheme.turns * parts["turns"]
 
 
-COUNTERS = ("steps", "forced", "truncated", "refused", "model_tokens", "injected_tokens")
+COUNTERS = ("steps", "forced", "truncated", "refused", "model_tokens", "injected_tokens", "rollout_s")
 
 
 def make_episode_reward_funcs(scheme: EpisodeRewardScheme | None = None) -> list[Callable[..., list[float]]]:

@@ -10,6 +10,8 @@ passed on to the rewards). The episodes themselves are played by ``toolrl_lib.en
 
 from __future__ import annotations
 
+import time
+
 from collections.abc import Callable
 from typing import Any
 
@@ -42,6 +44,7 @@ def make_rollout_func(family: str, settings: EpisodeSettings, sampling: Sampling
                 cache[key] = task_from_key(str(key))
             tasks.append(cache[key])
         engine = colocated_llm(trainer)  # TRL synced its weights before calling us: no second sync
+        started = time.perf_counter()
         fresh = new_episodes(tasks, adapter, tokenizer, settings)
         if engine is not None:
             from toolrl_lib.generation import default_top_k
@@ -51,6 +54,7 @@ def make_rollout_func(family: str, settings: EpisodeSettings, sampling: Sampling
         else:
             with merged_if(model, merge_lora) as sampler_model:
                 episodes = run_episodes(sampler_model, tokenizer, fresh, sampling)
+        seconds = time.perf_counter() - started
         if on_rollouts is not None:
             on_rollouts(episodes)
         return {
@@ -58,7 +62,9 @@ def make_rollout_func(family: str, settings: EpisodeSettings, sampling: Sampling
             "completion_ids": [e.completion_ids for e in episodes],
             "logprobs": [e.logprobs for e in episodes] if engine is not None else None,
             "env_mask": [e.env_mask for e in episodes],
-            "episode": [e.result() for e in episodes],
+            # the round's seconds (sampling and the environments; TRL's weight sync before it is not in them),
+            # logged as episode/rollout_s: a step's time less this is the optimizer's share
+            "episode": [{**e.result(), "rollout_s": seconds} for e in episodes],
         }
 
     return rollout_func
