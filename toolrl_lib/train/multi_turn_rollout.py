@@ -11,7 +11,6 @@ passed on to the rewards). The episodes themselves are played by ``toolrl_lib.en
 from __future__ import annotations
 
 import time
-
 from collections.abc import Callable
 from typing import Any
 
