@@ -48,7 +48,7 @@ def mix_kinds(spec: str) -> list[str]:
     kinds: list[str] = []
     for part in filter(None, (p.strip() for p in spec.split(","))):
         name, _, weight = part.partition("*")
-        if not weight.isdigit() and weight:
+        if weight and not weight.isdigit():
             raise ValueError(f"mix part {part!r}: the weight after '*' must be a whole number")
         kinds += (GROUPS.get(name) or [name]) * int(weight or 1)
     if not kinds:
@@ -84,17 +84,17 @@ def run_mix(name: str, kinds: list[str], args: argparse.Namespace) -> dict[str, 
         f"device={args.device}", f"model.dtype={args.dtype}", f"multi_turn.priming_kinds={json.dumps(kinds)}",
         f"multi_turn.priming_episodes={args.episodes}", f"multi_turn.val_tasks={args.val_tasks}",
         *([] if args.device.startswith("cuda") else ["grpo.vllm.mode=off"]), *args.set])
-    mt = config.multi_turn
+    mt, family = config.multi_turn, config.model.family or "hermes"
     primed = folder / "primed_model"
     t0 = time.time()
     if not is_primed(primed):
-        prime_on_gold(config, str(resolve_model(config.model.name)), config.model.family or "hermes",
+        prime_on_gold(config, str(resolve_model(config.model.name)), family,
                       make_tasks("train", mt.train_tasks, mt.environments, mt.kinds), primed, config.device)
     prime_s = time.time() - t0
     shown = Counter(t.kind for t in priming_tasks([], mt.priming_episodes, mt.environments, mt.priming_kinds))
     tasks = make_tasks("val", mt.val_tasks, mt.environments, mt.kinds)
     t1 = time.time()
-    scores, rows = evaluate_stage(config, str(primed), None, tasks, config.model.family or "hermes", config.device)
+    scores, rows = evaluate_stage(config, str(primed), None, tasks, family, config.device)
     write_rows(folder / "val_rows.jsonl", rows)
     result = {"mix": name, "priming_kinds": kinds, "episodes_by_kind": dict(sorted(shown.items())),
               "hard_share": round(sum(n for k, n in shown.items() if k in HARD_KINDS) / max(1, sum(shown.values())), 3),

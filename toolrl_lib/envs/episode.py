@@ -177,7 +177,6 @@ class Episode:
             "model_tokens": sum(self.env_mask), "injected_tokens": len(self.env_mask) - sum(self.env_mask),
         }
 
-
     def transcript(self, max_chars: int = 240) -> dict[str, list[str]]:
         """The model's step texts and the environment's refusals, each cut to ``max_chars``: what an
         evaluation row keeps so that a failure can be read afterwards (which call, which error)."""
