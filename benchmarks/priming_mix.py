@@ -56,17 +56,31 @@ def mix_kinds(spec: str) -> list[str]:
     return kinds
 
 
-def parse_mix(text: str) -> tuple[str, list[str]]:
+def parse_mix(text: str) -> tuple[str, str, list[str]]:
     name, sep, spec = text.partition("=")
     if not sep or not name:
         raise argparse.ArgumentTypeError(f"--mix {text!r}: expected NAME=PARTS, e.g. d4h1=default*4,hard")
     try:
-        return name, mix_kinds(spec)
+        return name, spec, mix_kinds(spec)
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"--mix {text!r}: {error}") from error
 
 
-def run_mix(name: str, kinds: list[str], args: argparse.Namespace) -> dict[str, Any]:
+def choose(results: list[dict[str, Any]], max_success: float = 0.5) -> dict[str, Any] | None:
+    """The rule, fixed before the measurement: the mix with the highest validation success that is at
+    most ``max_success`` (the issue's headroom: the primed model solves at most half), the smaller hard
+    share on a tie; None when every mix solves more.
+
+    >>> rows = [{"mix": m, "hard_share": h, "scores": {"success": s}} for m, h, s in
+    ...         [("default", 0, 0.04), ("d4h1", 0.22, 0.21), ("d1h1", 0.58, 0.62)]]
+    >>> choose(rows)["mix"], choose(rows, max_success=0.1)["mix"], choose(rows, max_success=0.01)
+    ('d4h1', 'default', None)
+    """
+    fits = [r for r in results if r["scores"]["success"] <= max_success]
+    return max(fits, key=lambda r: (r["scores"]["success"], -r["hard_share"]), default=None)
+
+
+def run_mix(name: str, spec: str, kinds: list[str], args: argparse.Namespace) -> dict[str, Any]:
     from toolrl_lib.envs import make_tasks
     from toolrl_lib.envs.evaluate import write_rows
     from toolrl_lib.envs.priming import priming_tasks
@@ -96,7 +110,7 @@ def run_mix(name: str, kinds: list[str], args: argparse.Namespace) -> dict[str, 
     t1 = time.time()
     scores, rows = evaluate_stage(config, str(primed), None, tasks, family, config.device)
     write_rows(folder / "val_rows.jsonl", rows)
-    result = {"mix": name, "priming_kinds": kinds, "episodes_by_kind": dict(sorted(shown.items())),
+    result = {"mix": name, "spec": spec, "priming_kinds": kinds, "episodes_by_kind": dict(sorted(shown.items())),
               "hard_share": round(sum(n for k, n in shown.items() if k in HARD_KINDS) / max(1, sum(shown.values())), 3),
               "val_tasks": len(rows), "scores": scores, "prime_s": round(prime_s, 1),
               "eval_s": round(time.time() - t1, 1)}
@@ -105,7 +119,7 @@ def run_mix(name: str, kinds: list[str], args: argparse.Namespace) -> dict[str, 
     return result
 
 
-def to_markdown(results: list[dict[str, Any]], command: str) -> str:
+def to_markdown(results: list[dict[str, Any]], command: str, max_success: float = 0.5) -> str:
     kinds = list(HARD_KINDS)
     lines = ["# Priming mix: how much of the hard kinds priming shows, and primed success on validation", "",
              f"`{CONFIG}`'s priming recipe; our validation split (hard kinds; greedy episodes; never test or BFCL). "
@@ -118,6 +132,9 @@ def to_markdown(results: list[dict[str, Any]], command: str) -> str:
         lines.append(f"| {r['mix']} | {r['hard_share']:.2f} | {r['val_tasks']} | {s['success']:.3f} | "
                      f"{1 - s['success']:.3f} | {s['calls']:.3f} | "
                      + " | ".join(f"{s[f'success_{k}']:.2f}" if f"success_{k}" in s else "—" for k in kinds) + " |")
+    chosen = choose(results, max_success)
+    lines += ["", f"Chosen by the rule fixed before the run (highest validation success at most {max_success}): "
+              + (f"**{chosen['mix']}** (`{chosen.get('spec', '')}`)." if chosen else "none: every mix solves more.")]
     lines += ["", "Seconds (priming, evaluation): "
               + "; ".join(f"{r['mix']} {r['prime_s']:.0f}, {r['eval_s']:.0f}" for r in results), "",
               f"Command: `{command}`"]
@@ -128,7 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     import sys
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mix", type=parse_mix, action="append", required=True, help="NAME=PARTS (repeat)")
+    parser.add_argument("--mix", type=parse_mix, action="append", default=[], help="NAME=PARTS (repeat)")
+    parser.add_argument("--max-success", type=float, default=0.5, help="the choice's ceiling on validation success")
+    parser.add_argument("--choice-of", default=None, metavar="WORK",
+                        help="print the chosen mix (NAME=PARTS) of the mixes measured under WORK, and stop")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="fp32")
     parser.add_argument("--episodes", type=int, default=512, help="gold episodes of priming (the GPU runs' 512)")
@@ -137,14 +157,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", default="runs/priming_mix")
     parser.add_argument("--out", default=None, help="write priming_mix.{json,md} here")
     args = parser.parse_args(argv)
-    results = [run_mix(name, kinds, args) for name, kinds in args.mix]
+    if args.choice_of:
+        measured = [json.loads(f.read_text()) for f in sorted(Path(args.choice_of).glob("*/result.json"))]
+        chosen = choose(measured, args.max_success)
+        if chosen is None or "spec" not in chosen:
+            raise SystemExit(f"no mix under {args.choice_of} to choose ({len(measured)} measured, none with "
+                             f"validation success <= {args.max_success} and its PARTS recorded)")
+        print(f"{chosen['mix']}={chosen['spec']}")
+        return 0
+    if not args.mix:
+        parser.error("--mix NAME=PARTS is required (or --choice-of WORK)")
+    results = [run_mix(name, spec, kinds, args) for name, spec, kinds in args.mix]
     command = "python -m benchmarks.priming_mix " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = to_markdown(results, command)
+    text = to_markdown(results, command, args.max_success)
     print(text)
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "priming_mix.json").write_text(json.dumps({"results": results, "command": command}, indent=2))
+        chosen = choose(results, args.max_success)
+        (out / "priming_mix.json").write_text(json.dumps(
+            {"results": results, "chosen": chosen and chosen["mix"], "rule": f"highest validation success <= "
+             f"{args.max_success}", "command": command}, indent=2))
         (out / "priming_mix.md").write_text(text)
     return 0
 

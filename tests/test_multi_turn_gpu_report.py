@@ -68,12 +68,13 @@ def test_a_cut_bfcl_run_scores_only_the_categories_it_finished(tmp_path):
 def test_refusals_are_tabulated_per_kind_with_the_commonest():
     import doctest
 
+    import benchmarks.gpu.rl_multi_turn_gpu
     import benchmarks.priming_mix
     import toolrl_lib.envs.report
     from benchmarks.gpu.rl_multi_turn_gpu import refusal_lines
     from toolrl_lib.envs.report import common_refusals
 
-    for module in (toolrl_lib.envs.report, benchmarks.priming_mix):
+    for module in (toolrl_lib.envs.report, benchmarks.priming_mix, benchmarks.gpu.rl_multi_turn_gpu):
         found = doctest.testmod(module)
         assert found.attempted > 0 and found.failed == 0, module.__name__
     grpo = [{"kind": "recover", "refused": 2, "refusals": ["Error: insufficient funds in 12", "Error: a | b"]},

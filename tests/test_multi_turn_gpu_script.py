@@ -30,7 +30,7 @@ def test_gpu_chain_on_cpu_resumes_and_reports(tmp_path, tiny_model_dir):
     work, out, results = tmp_path / "work", tmp_path / "out", tmp_path / "results"
     run = ["run", "--work", str(work), "--out", str(out), "--device", "cpu", "--tiny", str(tiny_model_dir),
            "--own-tasks", "2", "--bfcl-limit", "1", "--bfcl-max-new-tokens", "4", "--bfcl-max-live", "4",
-           "--stop-margin-s", "60", "--stagger-s", "1"]
+           "--stop-margin-s", "60", "--stagger-s", "1", "--priming-mix", "default,dependent"]
     first = _script(*run)
     assert "primed in" in first.stdout and "trained:" in first.stdout
     assert "selected on validation success" in first.stdout
@@ -56,7 +56,10 @@ def test_gpu_chain_on_cpu_resumes_and_reports(tmp_path, tiny_model_dir):
         assert (c["a"], c["b"]) == ("primed", "grpo") and c["ci_low"] <= c["diff"] <= c["ci_high"]
     assert [c["n"] for c in result["comparisons"]] == [1, 1, 1, 1, 2]
     assert result["models"]["grpo"]["own_tasks"] == 2 and not result["incomplete"]
-    assert "| bfcl_multi_turn_base | 1 |" in (results / "rl_multi_turn.md").read_text()
+    markdown = (results / "rl_multi_turn.md").read_text()
+    assert "| bfcl_multi_turn_base | 1 |" in markdown and "Primed on the mix `default,dependent`" in markdown
+    assert 'multi_turn.priming_kinds=["dependent","facts","missing_param","missing_function","multi_request",' \
+           '"dependent"]' in markdown
 
 
 def test_report_command_leaves_the_note_texts_out():
@@ -129,7 +132,7 @@ def test_carry_and_restore_on_a_fresh_host_extends_the_run(tmp_path, tiny_model_
     work, out = tmp_path / "work", tmp_path / "out"
     common = ["--device", "cpu", "--tiny", str(tiny_model_dir), "--variants", "shaped-g8"]
     run = ["run", "--out", str(out), *common, "--own-tasks", "2", "--bfcl-limit", "1", "--bfcl-max-new-tokens", "4",
-           "--bfcl-max-live", "4", "--stop-margin-s", "60", "--stagger-s", "1"]
+           "--bfcl-max-live", "4", "--stop-margin-s", "60", "--stagger-s", "1", "--priming-mix", "default*2"]
     _script(*run, "--work", str(work))
     _script("carry", "--work", str(work), "--to", str(tmp_path / "carry"), "--variants", "shaped-g8")
     stages = sorted((tmp_path / "carry").glob("stage*"))
@@ -146,6 +149,11 @@ def test_carry_and_restore_on_a_fresh_host_extends_the_run(tmp_path, tiny_model_
     assert "bit-identical to the original" in restored.stdout, restored.stdout
     assert (fresh / "runs" / "shaped-g8" / "checkpoints" / "checkpoint-1" / "trainer_state.json").is_file()
     assert not (fresh / "keep" / "selection.json").exists() and not (fresh / "keep" / "own" / "grpo.jsonl").exists()
+    # a later call must prime on the same kinds as the first (here: another mix than its first call's)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    forgot = subprocess.run([sys.executable, "-m", "benchmarks.gpu.rl_multi_turn_gpu", *run, "--work", str(fresh),
+                             "--priming-mix", "default"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert forgot.returncode != 0 and "this run was primed on" in forgot.stderr, forgot.stderr[-2000:]
     again = _script(*run, "--work", str(fresh), "--set", "grpo.max_steps=2")
     assert "primed in" not in again.stdout and "own test tasks, primed" not in again.stdout
     assert "trained:" in again.stdout and "selected on validation success: shaped-g8" in again.stdout

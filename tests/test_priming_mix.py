@@ -24,7 +24,7 @@ def test_a_malformed_mix_is_refused_with_its_text(bad):
         parse_mix(bad)
 
 
-def test_two_mixes_prime_and_are_tabulated(tmp_path, tiny_model_dir):
+def test_two_mixes_prime_and_are_tabulated(tmp_path, tiny_model_dir, capsys):
     out, work = tmp_path / "out", tmp_path / "work"
     argv = ["--mix", "default=default", "--mix", "half=default,hard*2", "--episodes", "160", "--val-tasks", "2",
             "--work", str(work), "--out", str(out), "--set", f"model.name={tiny_model_dir}",
@@ -38,4 +38,23 @@ def test_two_mixes_prime_and_are_tabulated(tmp_path, tiny_model_dir):
     assert all(r["val_tasks"] == 2 and 0 <= r["scores"]["success"] <= 1 for r in results)
     assert "| half |" in (out / "priming_mix.md").read_text()
     assert main(argv) == 0  # resumes: both kept
+    assert main(["--choice-of", str(work), "--max-success", "1"]) == 0
+    chosen = json.loads((out / "priming_mix.json").read_text())["chosen"]
+    printed = capsys.readouterr().out.strip().splitlines()[-1]  # NAME=PARTS, for the shell
+    assert printed in {"default=default", "half=default,hard*2"} and printed.startswith(f"{chosen}=")
+    assert f"**{chosen}**" in (out / "priming_mix.md").read_text()
+    with pytest.raises(SystemExit, match="no mix under"):
+        main(["--choice-of", str(work), "--max-success", "-1"])
     assert (work / "half" / "val_rows.jsonl").is_file()
+    # the GPU run adopts the mix chosen on validation instead of priming it again, on the same kinds only
+    from benchmarks.gpu.rl_multi_turn_gpu import adopt_primed, priming_mix_override
+
+    with pytest.raises(SystemExit, match="mix 'half'.*pass --priming-mix"):
+        adopt_primed(work / "half", tmp_path / "refused", mix_kinds("default"))
+    assert not (tmp_path / "refused").exists()
+    adopted = adopt_primed(work / "half", tmp_path / "primed", mix_kinds("default,hard*2"))
+    assert adopted["mix"] == "half" and adopted["val_success"] == results[1]["scores"]["success"]
+    assert (tmp_path / "primed" / "priming.json").is_file()
+    assert priming_mix_override("default,hard*2").endswith(json.dumps(mix_kinds("default,hard*2"), separators=(",", ":")))
+    with pytest.raises(SystemExit, match="expected a priming_mix folder"):
+        adopt_primed(work / "missing", tmp_path / "other", mix_kinds("default"))

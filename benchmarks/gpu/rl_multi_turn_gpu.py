@@ -116,6 +116,38 @@ def base_overrides(args: argparse.Namespace) -> list[str]:
     return [f"model.name={args.tiny}", *TINY, *overrides] if args.tiny else overrides
 
 
+def priming_mix_override(spec: str) -> str:
+    """``--priming-mix default*4,hard`` as the config override it stands for (``benchmarks/priming_mix.py``'s
+    syntax), so that every phase, the workers and the report's command line see the same priming kinds.
+
+    >>> priming_mix_override("facts*2,recover")
+    'multi_turn.priming_kinds=["facts","facts","recover"]'
+    """
+    from benchmarks.priming_mix import mix_kinds
+
+    return "multi_turn.priming_kinds=" + json.dumps(mix_kinds(spec), separators=(",", ":"))
+
+
+def adopt_primed(source: Path, primed: Path, kinds: list[str]) -> dict[str, Any]:
+    """``--primed-from``: a mix folder of ``benchmarks/priming_mix.py`` (``primed_model/`` and its
+    ``result.json``) becomes this run's primed model, so that the mix chosen on validation is not primed
+    a second time. Its priming kinds must be this run's own (``--priming-mix`` with the same mix)."""
+    from toolrl_lib.train.priming import is_primed
+
+    result_file, model = source / "result.json", source / "primed_model"
+    if not (is_primed(model) and result_file.is_file()):
+        raise SystemExit(f"--primed-from {source}: expected a priming_mix folder holding primed_model/ "
+                         "(with its priming.json) and result.json")
+    result = json.loads(result_file.read_text())
+    if list(result.get("priming_kinds", [])) != list(kinds):
+        raise SystemExit(f"--primed-from {source}: its model was primed on mix {result.get('mix')!r} "
+                         f"({result.get('priming_kinds')}), this run's multi_turn.priming_kinds are {kinds}; "
+                         "pass --priming-mix with that mix")
+    shutil.copytree(model, primed)
+    return {"folder": str(source), "mix": result.get("mix"), "prime_s": result.get("prime_s"),
+            "val_success": result.get("scores", {}).get("success")}
+
+
 def variant_config(args: argparse.Namespace, variant: str, primed: Path) -> Any:
     """A variant: the config plus its overrides (then --set), from the primed model (no second priming;
     its first call validates the primed model: the curves' step 0)."""
@@ -197,6 +229,16 @@ def run(args: argparse.Namespace) -> int:
     family = config.model.family or "hermes"
     settings = bfcl_settings(args, family, args.bfcl_dtype)
     bfcl, primed = keep / "bfcl", work / "primed_model"
+    kinds = list(config.multi_turn.priming_kinds)
+    if state.setdefault("priming_kinds", kinds) != kinds:
+        raise SystemExit(f"this run was primed on {state['priming_kinds']}, this call's multi_turn.priming_kinds "
+                         f"are {kinds}: pass the first call's --priming-mix (or --set) again")
+    if args.priming_mix:
+        state["priming_mix"] = args.priming_mix
+    if not is_primed(primed) and args.primed_from:
+        state["primed_from"] = adopt_primed(Path(args.primed_from), primed, kinds)
+        log(f"primed model from {args.primed_from} (mix {state['primed_from']['mix']}, "
+            f"validation success {state['primed_from']['val_success']})")
     if not is_primed(primed):
         t1 = time.time()
         prime_on_gold(config, str(resolve_model(config.model.name)), family,
@@ -506,6 +548,9 @@ def to_markdown(result: dict[str, Any], info: dict[str, Any]) -> str:
              f"CIs. Selection on validation success (never BFCL or test): **{result['selection']['chosen']}** of "
              f"{json.dumps(result['selection']['scores'])}; steps per variant: "
              f"{json.dumps({v: w.get('step') for v, w in result.get('variants', {}).items()})}.", "",
+             *([f"Primed on the mix `{info['priming_mix']}` (`benchmarks/priming_mix.py`)"
+                + (f", the model primed by that script (validation success {info['primed_from']['val_success']:.3f})"
+                   if info.get("primed_from") else "") + ".", ""] if info.get("priming_mix") else []),
              *([f"GRPO ended by the call's final reserve (--final-reserve-s) at steps {json.dumps(stopped)}, "
                 "before max_steps; the selection and the evaluations ran in the same call.", ""] if stopped else []),
              "| metric | n | primed | GRPO | GRPO - primed | 95% CI |", "| --- | --- | --- | --- | --- | --- |"]
@@ -587,6 +632,10 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--device", default="cuda")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     r.add_argument("--own-tasks", type=int, default=96)
+    r.add_argument("--priming-mix", default=None, metavar="PARTS",
+                   help="priming kinds as a benchmarks/priming_mix.py mix, e.g. default*4,hard (a --set before the others)")
+    r.add_argument("--primed-from", default=None, metavar="DIR",
+                   help="a benchmarks/priming_mix.py mix folder primed on the same mix: its model, not a second priming")
     r.add_argument("--budget-s", type=float, default=560, help="this call packs and ends by then (device call <= 600 s)")
     r.add_argument("--bfcl-limit", type=int, default=None, help="first N entries of each category (default: all)")
     r.add_argument("--bfcl-max-new-tokens", type=int, default=128, help="step budget (issue 19's)")
@@ -649,6 +698,11 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [v for v in getattr(args, "variants", []) if v not in VARIANTS]
     if unknown:
         parser.error(f"--variants {unknown}: expected among {list(VARIANTS)}")
+    if getattr(args, "priming_mix", None):
+        try:
+            args.set.insert(0, priming_mix_override(args.priming_mix))
+        except ValueError as error:
+            parser.error(f"--priming-mix {args.priming_mix!r}: {error}")
     return {"run": run, "worker": worker, "report": report, "carry": carry_out, "restore": restore}[args.phase](args)
 
 

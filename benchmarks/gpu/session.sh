@@ -157,11 +157,15 @@
 #      of MTRL_ARGS: MTRL_ARGS="--stop-margin-s 80 --own-tasks 280 --set multi_turn.val_tasks=112
 #      --set grpo.max_steps=1000".
 #      Next (two thirds of run 3's groups had no reward spread: the primed model never succeeds on six kinds):
-#      `pmix` first (~4 min: priming mixes with a share of hard-kind gold episodes, primed success on 112 validation
-#      tasks -> $OUT/priming_mix.{json,md}; copy to benchmarks/results), then the run with the mix chosen on validation
-#      (primed success well above run 3's 0.036 and at most 0.5) through --set multi_turn.priming_kinds=[...] (no
-#      spaces: MTRL_ARGS is split on them); at the session's end `mtrlcarry` if under 300 steps, --extend after.
-#   pmix [.whl/gguf2]  priming mixes (benchmarks/priming_mix.py; PMIX_ARGS, PMIX_VAL) -> $OUT/priming_mix.{json,md}
+#      `pmix` first (priming mixes with a share of hard-kind gold episodes side by side, primed success on 112
+#      validation tasks -> $OUT/priming_mix.{json,md}; copy to benchmarks/results), then the run with the mix chosen on
+#      validation (primed success well above run 3's 0.036 and at most 0.5) through MTRL_MIX=NAME=PARTS; at the
+#      session's end `mtrlcarry` if under 300 steps, --extend after.
+#   pmix [.whl/gguf2]  priming mixes (benchmarks/priming_mix.py; PMIX_MIXES: NAME=PARTS separated by spaces, one
+#      process each side by side; PMIX_VAL validation tasks) -> $OUT/priming_mix.{json,md}; then the run on the chosen
+#      one: MTRL_MIX=NAME=PARTS for mtrlbg (--priming-mix PARTS, and --primed-from /tmp/pmix/NAME: pmix's model, no
+#      second priming; a later session's mtrlbg after `mtrlrestore` passes the same MTRL_MIX, the run checks it);
+#      MTRL_MIX=auto: the mix pmix's rule chose (`benchmarks.priming_mix --choice-of`), for calls back to back
 #   Across sessions (a run longer than one session's device time): at the end of one, after the last `watch`,
 #      `mtrlcarry` with CARRY_CALL=1, 2, ... (same MTRL_VARIANTS; each call brings back one folder: the primed
 #      model's priming LoRA + weights digest, each variant's newest checkpoint and best/; the first call packs
@@ -188,7 +192,8 @@ RAS_RUN=(--variants "${RAS_VARIANTS:-g16-weighted,g16-binary}" --sft-set sft.epo
          ${RAS_ARGS:-})
 TP_VARIANTS=${TP_VARIANTS:-unsloth_merged_gen_batch64,unsloth_gen_batch64,peft_merged_gen_batch64,peft_gen_batch64,unsloth,peft_default,peft_paged,peft_static_compile,best@1024}
 case "${1:?step}" in
-  1) mkdir -p /tmp/m && cp .whl/gguf1/part1 /tmp/m/ && install .whl/base/*.whl $(ls .whl/ds/*.whl 2>/dev/null)  # DeepSpeed: only issue 9's ZeRO runs need it
+  1) date +%s > /tmp/anchor   # MTRL_BUDGET=anchor:N (mtrlbg): the chain ends N s after this call began
+     mkdir -p /tmp/m && cp .whl/gguf1/part1 /tmp/m/ && install .whl/base/*.whl $(ls .whl/ds/*.whl 2>/dev/null)  # DeepSpeed: only issue 9's ZeRO runs need it
      nvidia-smi -L; python3 -c "import torch, trl; print(torch.__version__, trl.__version__, torch.cuda.device_count())" ;;
   2) install .whl/bnb/*.whl && python3 -c "import bitsandbytes; print('bnb', bitsandbytes.__version__)" ;;
   3) install .whl/unsloth/*.whl && ls /tmp/site | grep -i unsloth ;;
@@ -253,6 +258,9 @@ case "${1:?step}" in
      [ -f /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf ] || bash "$0" model || exit 1
      detach python3 -m benchmarks.gpu.rl_at_scale run --work /tmp/ras --out /tmp/bg-out --budget-s "$B" "${RAS_RUN[@]}" ;;
   mtrlbg) B=${MTRL_BUDGET:?seconds the detached chain may take}
+     # anchor:N -> N less the seconds since call 1 began (N: the device time left when it began, less what the calls
+     # after the chain need), so that calls made back to back in one batch need no estimate of the ones between
+     case $B in anchor:*) B=$(( ${B#anchor:} - ($(date +%s) - $(cat /tmp/anchor)) )); echo "budget ${B} s";; esac
      [ -f /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf ] || bash "$0" model || exit 1
      # by the card (MTRL_ARGS come after, so they still decide): an H200 takes 16 episodes a micro-batch x 2 and
      # 400 s of final reserve (run 2); a card under 100 GiB (an H100, run 3) half the micro-batch x 4, a smaller
@@ -262,8 +270,13 @@ case "${1:?step}" in
      [ "${GIB:-0}" -lt 102400 ] && CARD=(--final-reserve-s 600 --final-eval-kv-gib 16 \
        --set grpo.per_device_train_batch_size=8 --set grpo.gradient_accumulation_steps=4)
      echo "card of ${GIB} MiB: ${CARD[*]}"
+     # MTRL_MIX=NAME=PARTS (a pmix mix): prime on it, and adopt pmix's model when this host has it;
+     # MTRL_MIX=auto: the mix pmix's rule chooses (highest validation success <= 0.5), so no pause between calls
+     [ "${MTRL_MIX:-}" = auto ] && { MTRL_MIX=$(python3 -m benchmarks.priming_mix --choice-of /tmp/pmix) || exit 1; }
+     MIX=(); if [ -n "${MTRL_MIX:-}" ]; then MIX=(--priming-mix "${MTRL_MIX#*=}"); echo "priming mix ${MTRL_MIX}"
+       [ -f "/tmp/pmix/${MTRL_MIX%%=*}/result.json" ] && MIX+=(--primed-from "/tmp/pmix/${MTRL_MIX%%=*}"); fi
      detach python3 -m benchmarks.gpu.rl_multi_turn_gpu run --work /tmp/mtrl --out /tmp/bg-out --budget-s "$B" \
-       --variants "${MTRL_VARIANTS:-shaped-g8,success-g8}" "${CARD[@]}" ${MTRL_ARGS:-} ;;
+       --variants "${MTRL_VARIANTS:-shaped-g8,success-g8}" "${CARD[@]}" "${MIX[@]}" ${MTRL_ARGS:-} ;;
   watch) S=${WATCH_S:-570}   # keeps the host (and the detached chain) alive; returns its results once it ends
      pid=$(cat /tmp/bg.pid)
      while kill -0 "$pid" 2>/dev/null && [ "$(left "$S")" -gt 0 ]; do sleep 5; done
@@ -283,9 +296,16 @@ case "${1:?step}" in
      python3 -m benchmarks.gpu.rl_multi_turn_gpu restore --work /tmp/mtrl --parts /tmp/carry \
        --variants "${MTRL_VARIANTS:-shaped-g8,success-g8}" ${MTRL_RESTORE_ARGS:-} ;;
   pmix) [ -f /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf ] || bash "$0" model || exit 1   # issue 39: priming mixes
-     python3 -m benchmarks.priming_mix --device cuda --dtype bf16 --val-tasks "${PMIX_VAL:-112}" --work /tmp/pmix \
-       --out "$OUT" ${PMIX_ARGS:---mix default=default --mix d4h1=default*4,hard --mix d3h2=default*3,hard*2} \
-       2>&1 | grep -v "it/s]" | tail -12 ;;
+     # one process a mix, side by side (a 135M model leaves the GPU mostly idle), then the table from their
+     # kept results; `read` so that a mix's `*` is never a glob
+     read -r -a MIXES <<< "${PMIX_MIXES:-default=default d4h1=default*4,hard d3h2=default*3,hard*2 d1h1=default,hard}"
+     COMMON=(--device cuda --dtype bf16 --val-tasks "${PMIX_VAL:-112}" --work /tmp/pmix); mkdir -p /tmp/pmix
+     for m in "${MIXES[@]}"; do
+       python3 -m benchmarks.priming_mix --mix "$m" "${COMMON[@]}" > "/tmp/pmix/${m%%=*}.log" 2>&1 &
+     done; wait
+     for m in "${MIXES[@]}"; do grep -v "it/s]" "/tmp/pmix/${m%%=*}.log" | grep -i "error\|val success" | tail -3; done
+     python3 -m benchmarks.priming_mix $(for m in "${MIXES[@]}"; do printf -- '--mix %s ' "$m"; done) "${COMMON[@]}" \
+       --out "$OUT" 2>&1 | grep -v "it/s]" | tail -14 ;;
   stage) mkdir -p /tmp/carry && cp .whl/stage"${STAGE:?}"/* /tmp/carry/ && ls /tmp/carry ;;
   38restore) python3 -m benchmarks.gpu.rl_at_scale restore --work /tmp/ras --parts /tmp/carry \
        --variants "${RAS_VARIANTS:-g16-weighted,g16-binary}" ;;
