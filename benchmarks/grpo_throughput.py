@@ -86,6 +86,10 @@ class Variant:
     micro_batch: int | None = None  # None = the workload's
     compile_generation: bool = False  # re-enable generate()'s auto-compile (TRL disables it)
     merged_generation: bool = False  # roll out with W + sBA, adapters off (toolrl_lib.fast.merged_generation)
+    # grpo.vllm fields (toolrl_lib's VLLMSection, mode colocate): rollouts from TRL's colocated vLLM engine,
+    # through the library's own plumbing (grpo_vllm_kwargs, colocated_engine); the model is loaded from the
+    # saved random model, since vLLM reads its weights from disk before TRL syncs the policy's in
+    vllm: dict[str, Any] | None = None
     note: str = ""
 
 
@@ -115,6 +119,15 @@ VARIANTS: dict[str, Variant] = {
     "unsloth_merged_gen_batch64": Variant(backend="unsloth", grpo={"generation_batch_size": 64},
                                           merged_generation=True,
                                           note="Unsloth training + merged-weight rollouts, 64 per generate call"),
+    # Issue 37: vLLM at 8B against today's default (unsloth_merged_gen_batch64). Each round TRL merges the LoRA
+    # into the trainer's weights and copies all 8B into the engine; the engine's KV cache is fixed (vLLM then
+    # skips its memory profiling) and prefix caching shares each prompt among its 8 completions.
+    "peft_vllm_gen_batch64": Variant(grpo={"generation_batch_size": 64},
+                                     vllm={"kv_cache_gib": 12, "detokenize": False},
+                                     note="TRL's vLLM colocate engine, 64 completions a round, LoRA synced each round"),
+    "peft_vllm_gen_batch128": Variant(grpo={"generation_batch_size": 128},
+                                      vllm={"kv_cache_gib": 16, "detokenize": False},
+                                      note="TRL's vLLM colocate engine, 128 completions a round (4 optimizer steps)"),
 }
 DEFAULT_JOBS = ("peft_default,unsloth,peft_gen_batch64,peft_paged,peft_static_compile,"
                 "peft_gen_batch128,peft_no_gc,peft_micro32")
@@ -375,6 +388,23 @@ def policy_config(variant: Variant, w: Workload) -> Any:
                      grpo=GRPOSection(gradient_checkpointing=variant.grpo.get("gradient_checkpointing", True)))
 
 
+def vllm_settings(variant: Variant, w: Workload) -> tuple[dict[str, Any], dict[str, Any], Any]:
+    """A vLLM variant's ``GRPOConfig`` fields, its sampling kwargs and the engine context, all from the
+    library (``grpo_vllm_kwargs``, ``colocated_engine``) as a run with ``grpo.vllm`` gets them. Fixed-length
+    completions come from vLLM's ``ignore_eos`` (``suppress_tokens`` is transformers')."""
+    from toolrl_lib.fast.vllm_engine import colocated_engine
+    from toolrl_lib.train.config import VLLMSection
+    from toolrl_lib.train.trainer import grpo_vllm_kwargs
+
+    config = policy_config(variant, w)
+    config.grpo.vllm = VLLMSection(mode="colocate", max_model_len=w.prompt_tokens + w.completion_tokens,
+                                   **(variant.vllm or {}))
+    fields = grpo_vllm_kwargs(config)
+    sampling = {**fields.pop("generation_kwargs", {}), "ignore_eos": True}
+    v = config.grpo.vllm
+    return fields, sampling, colocated_engine(v.kv_cache_gib, v.dtype)
+
+
 def load_policy(variant: Variant, a: argparse.Namespace, w: Workload, cuda: bool) -> tuple[Any, Any, Any]:
     """(model, tokenizer, peft_config or None) for the variant's backend, through the library's
     loader (``toolrl_lib.train.backend``). PEFT's model is built on the GPU instead of loaded
@@ -392,6 +422,15 @@ def load_policy(variant: Variant, a: argparse.Namespace, w: Workload, cuda: bool
         torch.cuda.reset_peak_memory_stats()
         model, tokenizer = load_run_policy(config, str(folder), "unsloth", "cuda")
         return model, tokenizer, None
+    if variant.vllm is not None:  # vLLM loads the weights by path: the saved model, loaded onto the GPU
+        from transformers import AutoModelForCausalLM
+
+        if not cuda:
+            raise RuntimeError("variant needs a CUDA GPU: vLLM generates on CUDA GPUs only")
+        folder = ensure_saved_model(a.model_dir or default_model_dir(a.shapes), a.shapes, "cuda")
+        torch.cuda.reset_peak_memory_stats()
+        model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.bfloat16, device_map="cuda")
+        return model, embedded_tokenizer(), peft_lora_config(config.lora)
     tokenizer = embedded_tokenizer()
     model = build_random_model(a.shapes, tokenizer, "cuda" if cuda else "cpu",
                                torch.bfloat16 if cuda else torch.float32)
@@ -440,20 +479,27 @@ def run_worker(a: argparse.Namespace) -> dict[str, Any]:
     model, tokenizer, lora = load_policy(variant, a, w, cuda)
     eos = sorted({tokenizer.eos_token_id, *_as_list(model.generation_config.eos_token_id)} - {None})
     grpo = dict(variant.grpo)
+    sampling: dict[str, Any] = {"suppress_tokens": eos}
+    engine: Any = contextlib.nullcontext()
+    if variant.vllm is not None:
+        fields, sampling, engine = vllm_settings(variant, w)
+        grpo.update(fields)
+        row["vllm"] = {**fields, "generation_kwargs": sampling, **(variant.vllm or {})}
     args = GRPOConfig(
         output_dir=str(Path(a.scratch) / job.name), use_cpu=not cuda, bf16=cuda, seed=0,
         per_device_train_batch_size=w.micro_batch,
         gradient_accumulation_steps=w.completions_per_step // w.micro_batch,
         num_generations=w.num_generations, max_completion_length=w.completion_tokens,
-        generation_kwargs={"suppress_tokens": eos}, loss_type="grpo",
+        generation_kwargs=sampling, loss_type="grpo",
         max_steps=warmup + timed, logging_steps=1, report_to=[], save_strategy="no",
         disable_tqdm=True, **({"gradient_checkpointing": False} if not cuda else {}), **grpo,
     )
     rec = Recorder(cuda, a.deadline, save)
     n_prompts = (warmup + timed) * w.completions_per_step // w.num_generations
-    trainer = GRPOTrainer(model=model, reward_funcs=token_sum_reward, args=args, processing_class=tokenizer,
-                          train_dataset=prompt_dataset(tokenizer, n_prompts, w.prompt_tokens),
-                          peft_config=lora, callbacks=[rec.callback()])
+    with engine:  # TRL builds its colocated vLLM engine in the constructor
+        trainer = GRPOTrainer(model=model, reward_funcs=token_sum_reward, args=args, processing_class=tokenizer,
+                              train_dataset=prompt_dataset(tokenizer, n_prompts, w.prompt_tokens),
+                              peft_config=lora, callbacks=[rec.callback()])
     if variant.compile_generation:
         trainer.generation_config.disable_compile = False  # TRL sets True; static cache -> compiled decode
     if variant.merged_generation:  # before the timer wraps it: the merge is part of generation

@@ -7,6 +7,7 @@ model folder, row collection when a worker fails or is killed, and one real tiny
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -37,6 +38,28 @@ def test_plan_covers_whole_generation_rounds():
     job = gt.Job("peft_micro32", 1024)
     w32 = gt.workload_for("qwen3-8b", job, gt.VARIANTS["peft_micro32"])
     assert (w32.micro_batch, w32.completion_tokens, w32.completions_per_step) == (32, 1024, 32)
+
+
+def test_vllm_variants_take_the_librarys_colocate_plumbing_without_importing_vllm():
+    """What TRL gets for the 8B vLLM rows: the library's grpo.vllm fields (colocate, a window of prompt +
+    completion, detokenizer off), vLLM's own way to fixed-length completions, a fixed KV cache; and
+    on a machine without CUDA the variant refuses before any model is built."""
+    import sys
+
+    w = gt.WORKLOADS["qwen3-8b"]
+    fields, sampling, engine = gt.vllm_settings(gt.VARIANTS["peft_vllm_gen_batch64"], w)
+    assert fields["use_vllm"] is True and fields["vllm_mode"] == "colocate"
+    assert fields["vllm_max_model_length"] == w.prompt_tokens + w.completion_tokens == 1280
+    assert sampling == {"detokenize": False, "ignore_eos": True}
+    assert gt.plan_steps(gt.VARIANTS["peft_vllm_gen_batch128"], w, 1, 2) == (4, 4)
+    assert "vllm" not in sys.modules
+    from toolrl_lib.fast.vllm_engine import VLLMMissing
+
+    with pytest.raises(VLLMMissing, match="vLLM"), engine:  # the fixed KV cache needs TRL's vLLM engine
+        pass
+    a = argparse.Namespace(model_dir=None, shapes="qwen3-8b")
+    with pytest.raises(RuntimeError, match="vLLM generates on CUDA GPUs only"):
+        gt.load_policy(gt.VARIANTS["peft_vllm_gen_batch64"], a, w, cuda=False)
 
 
 def test_qwen3_8b_shapes_on_meta_device():

@@ -87,6 +87,11 @@
 #   tpprof [] torch's profiler over optimizer steps PROF_STEPS ("9;10-11": a round's first step, with its
 #           rollouts, then two of its later ones) of PROF_VARIANT, <= STPP s -> $OUT/profile.tar.gz
 #           (benchmarks/gpu/step_profile.py: ops by GPU and CPU time, GPU busy share per window)
+#   tp8b []  (after 2 and 3 too) Qwen3-8B shapes, random weights: unsloth_merged_gen_batch64 (today's default, 6.4/s on
+#           the H200 in benchmarks/results/grpo_throughput_qwen3_8b.md) against TRL's vLLM colocate (peft_vllm_gen_batch64,
+#           peft_vllm_gen_batch128; benchmarks/grpo_throughput.py), <= S8B s -> $OUT/throughput_8b.tar.gz, whose
+#           tp8b/grpo_throughput.{json,csv,md} (the run writes its own table) go to benchmarks/results/ as
+#           grpo_throughput_qwen3_8b_vllm.*; not run yet (no GPU in the session that wrote it, 2026-12-05)
 #   bfclv [] BFCL single-turn generation of the embedded model, all 3,641 entries, vLLM then our
 #           generator, each timed -> $OUT/bfcl_vllm.tar.gz; then here: python -m benchmarks.bfcl_backends ...
 # Issue 38 (one H200, kind nvidia-h200): the learning experiment at scale (benchmarks/gpu/rl_at_scale.py)
@@ -338,6 +343,15 @@ case "${1:?step}" in
      python3 -m benchmarks.gpu.full_profile_fit --config configs/qwen3_1p7b_colab.yaml --shapes qwen3-1.7b \
        --memory-cap-gb 15 --merge --label colab_profile_fit --max-steps 3 --out "$OUT" \
        --time-budget-s "${SCOLAB:-230}" 2>&1 | tail -24 ;;
+  tp8b) # issue 37: TRL's vLLM colocate at Qwen3-8B shapes against today's default (Unsloth + merged-weight rollouts)
+     # in one run (after 1, 2, 3, vllm1, vllm2; ~1 min to build and save the random model, then ~2-3 min a job)
+     python3 -m benchmarks.grpo_throughput --prepare-model > /tmp/tp8b-prepare.log 2>&1
+     # Unsloth's job without the vLLM bundle on its path (unsloth_zoo patches a vLLM it finds), then the rest
+     PYTHONPATH=/tmp/site:$PWD python3 -m benchmarks.grpo_throughput --out /tmp/tp8b --time-budget-s "$(left "${S8B:-560}")" \
+       --variants unsloth_merged_gen_batch64 > /tmp/tp8b.log 2>&1
+     python3 -m benchmarks.grpo_throughput --out /tmp/tp8b --resume --time-budget-s "$(left "${S8B:-560}")" \
+       --variants "${TP8B_VARIANTS:-unsloth_merged_gen_batch64,peft_vllm_gen_batch64,peft_vllm_gen_batch128}" >> /tmp/tp8b.log 2>&1
+     tail -14 /tmp/tp8b.log; cp /tmp/tp8b*.log /tmp/tp8b/; pack throughput_8b -C /tmp tp8b ;;
   vllm1) mkdir -p /tmp/vparts && cp .whl/vllm1/part.* /tmp/vparts/ && ls -la /tmp/vparts ;;
   vllm2) cat /tmp/vparts/part.* .whl/vllm2/part.* | xz -d | tar x -C /tmp && rm -rf /tmp/vparts
      python3 -c "import vllm, trl; print('vllm', vllm.__version__, 'trl', trl.__version__)" 2>&1 | tail -1 ;;
