@@ -113,6 +113,30 @@ def test_multi_turn_reward_scheme_and_logged_components():
         EpisodeRewardScheme(0.0, 0.0, 0.0).check()
     with pytest.raises(ValueError, match="episode"):
         func(completions=["x"])
+    # the refusal charge: the share of the episode's calls refused, subtracted; logged as reward/refused
+    charged = EpisodeRewardScheme(1.0, 0.5, 0.0, refused=0.2)
+    assert episode_reward({**outcome, "calls": 4}, charged) == pytest.approx(0.25 - 0.2 * 1 / 4)
+    assert episode_reward({**outcome, "calls": 4, "refused": 0}, charged) == pytest.approx(0.25)
+    (func,) = make_episode_reward_funcs(charged)
+    func(episode=[{**outcome, "calls": 2}, {**outcome, "calls": 2, "refused": 0}],
+         log_metric=lambda k, v: logged.__setitem__(k, v))
+    assert logged["reward/refused"] == pytest.approx(0.25)
+    with pytest.raises(ValueError, match="charge"):
+        EpisodeRewardScheme(refused=-0.1).check()
+
+
+def test_the_reward_weights_come_from_the_multi_turn_section():
+    import doctest
+
+    import toolrl_lib.envs.rewards
+    from toolrl_lib.envs.rewards import scheme_of
+    from toolrl_lib.train.config import load_run_config
+
+    found = doctest.testmod(toolrl_lib.envs.rewards)
+    assert found.attempted > 0 and found.failed == 0
+    config = load_run_config(None, ["multi_turn.enabled=true", "backend=peft", "multi_turn.reward_calls=0.25",
+                                    "multi_turn.reward_refused=0.1"])
+    assert scheme_of(config.multi_turn) == EpisodeRewardScheme(1.0, 0.25, 0.0, 0.1)
 
 
 def test_multi_turn_config_rules():
@@ -124,7 +148,8 @@ def test_multi_turn_config_rules():
     for override, needle in [("multi_turn.environments=[shop]", "unknown environment"),
                              ("multi_turn.kinds=[easy]", "unknown task kind"),
                              ("backend=unsloth", "peft backend only"),
-                             ("multi_turn.reward_success=0", "positive sum")]:
+                             ("multi_turn.reward_success=0", "positive sum"),
+                             ("multi_turn.reward_refused=-0.1", "a charge")]:
         with pytest.raises(ConfigError, match=needle):
             load_run_config(None, ["multi_turn.enabled=true", override])
 

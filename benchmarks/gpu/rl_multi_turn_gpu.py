@@ -68,8 +68,12 @@ VARIANTS: dict[str, list[str]] = {
     "success-g8": ["multi_turn.reward_calls=0", "multi_turn.reward_turns=0"],
     "shaped-g16": ["grpo.num_generations=16"],
     # the episodes sampled by a float32 engine fed by an exact float32 merge: every LoRA update reaches
-    # the sampler (a bf16 engine rounds W + BA; benchmarks/results/bf16_weight_sync.md); not yet run on a GPU
+    # the sampler (a bf16 engine rounds W + BA; benchmarks/results/bf16_weight_sync.md); run 3 ran it
     "shaped-g8-fp32": ["model.dtype=fp32", "grpo.vllm.dtype=float32"],
+    # and a charge for refused calls (toolrl_lib/envs/rewards.py): run 3's GRPO model bought call credit on
+    # report tasks with failing calls (0.42 -> 0.50 credit, 0 -> 1.8 refused, no success); at 0.1 that trade
+    # (+0.02 of reward) costs ~0.05. Not yet run on a GPU
+    "shaped-g8-fp32-charge": ["model.dtype=fp32", "grpo.vllm.dtype=float32", "multi_turn.reward_refused=0.1"],
 }
 
 

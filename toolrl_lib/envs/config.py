@@ -33,6 +33,7 @@ class MultiTurnSection:
     reward_success: float = 1.0  # weight of whole-episode success
     reward_calls: float = 0.0  # shaped: weight of the share of gold calls made exactly
     reward_turns: float = 0.0  # shaped: weight of the share of turns passed
+    reward_refused: float = 0.0  # charge: weight of the share of an episode's calls the environment refused
 
 
 def multi_turn_violations(config: Any) -> list[tuple[str, Any, str]]:
@@ -72,6 +73,7 @@ def multi_turn_violations(config: Any) -> list[tuple[str, Any, str]]:
     weights = (mt.reward_success, mt.reward_calls, mt.reward_turns)
     rule(min(weights) >= 0 and sum(weights) > 0, "reward_success", weights,
          "reward weights must be >= 0 with a positive sum")
+    rule(mt.reward_refused >= 0, "reward_refused", mt.reward_refused, "a charge (subtracted): must be >= 0")
     rule(config.backend != "unsloth", "enabled", mt.enabled, UNSLOTH_REFUSAL)
     rule(config.grpo.loss_type != "rlsd", "enabled", mt.enabled,
          "grpo.loss_type rlsd needs single-turn privileged prompts; use grpo, dapo, dr_grpo or gspo")

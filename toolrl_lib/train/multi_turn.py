@@ -192,13 +192,12 @@ def _episode_trainer(config: RunConfig, family: str, model: Any, tokenizer: Any,
     function plays each task's episode, the rewards read its outcome."""
     from datasets import Dataset
 
-    from toolrl_lib.envs.rewards import EpisodeRewardScheme, make_episode_reward_funcs
+    from toolrl_lib.envs.rewards import make_episode_reward_funcs, scheme_of
     from toolrl_lib.train.multi_turn_rollout import make_rollout_func
 
     mt = config.multi_turn
     if reward_funcs is None:
-        scheme = EpisodeRewardScheme(mt.reward_success, mt.reward_calls, mt.reward_turns)
-        reward_funcs = make_episode_reward_funcs(scheme)
+        reward_funcs = make_episode_reward_funcs(scheme_of(mt))
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental
     dataset = Dataset.from_list([{"prompt": task_key(t), "task_id": t.id} for t in tasks])
     rollout_func = make_rollout_func(family, episode_settings(config), sampling_settings(config),
