@@ -78,6 +78,10 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
                                        "fast.compile_layers=true"]),
     "trl_generate_fast": ("transformers generate (no vLLM), micro-batch 64 of whole groups, shared prompts, "
                           "bf16 LoRA inputs", ONE_MICRO_BATCH + [BF16_LORA, *GROUPED_SHARED]),
+    "vllm_fast_shared_full": ("vllm_fast_shared as full fine-tuning (lora.enabled=false): a different recipe; no "
+                              "LoRA branches, whose ~200 small modules launch a good part of the step's kernels",
+                              VLLM + ONE_MICRO_BATCH + [NODETOK, *GROUPED_SHARED, "lora.enabled=false",
+                                                        "grpo.learning_rate=3e-6"]),
     "vllm_nodetok_shared": ("vllm_mb64_nodetok + each prompt's forward shared by its completions "
                             "(fast.shared_prompt)", VLLM + ONE_MICRO_BATCH + [NODETOK, "fast.shared_prompt=true"]),
     "vllm_nodetok_nois": ("vllm_mb64_nodetok without TRL's importance-sampling forward over each round "

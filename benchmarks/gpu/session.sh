@@ -166,6 +166,16 @@
 #      validation tasks -> $OUT/priming_mix.{json,md}; copy to benchmarks/results), then the run with the mix chosen on
 #      validation (primed success well above run 3's 0.036 and at most 0.5) through MTRL_MIX=NAME=PARTS; at the
 #      session's end `mtrlcarry` if under 300 steps, --extend after.
+#      Next session (2026-12-05's fourth had no machine: none could be started, then loans paused), one chain of
+#      calls: `1` [.whl/gguf1 .whl/base] alone (its reply gives the device time left when it began: budget_left_s +
+#      wall_s), then in one batch vllm1 [.whl/vllm1], vllm2 [.whl/vllm2], pmix [.whl/gguf2], and
+#      MTRL_MIX=auto MTRL_BUDGET=anchor:<that left - ~110> MTRL_VARIANTS=shaped-g8-fp32 MTRL_ARGS="--final-reserve-s 0
+#      --stop-margin-s 80 --own-tasks 280 --set multi_turn.val_tasks=112 --set grpo.max_steps=1000" mtrlbg (GRPO to
+#      the end, the primed model's test tasks and BFCL beside it; no selection), watch calls, then mtrlcarry
+#      CARRY_CALL=1, 2, ...; the session after: stage, mtrlrestore (no --extend: nothing was evaluated), mtrlbg with
+#      the same MTRL_MIX (it checks the priming kinds) and a final reserve: GRPO goes on, then selection and tests.
+#      On an H200 a second variant fits beside it: MTRL_VARIANTS=shaped-g8-fp32,shaped-g8-fp32-charge (the charge
+#      for refused calls, toolrl_lib/envs/rewards.py; --stagger-s 30).
 #   pmix [.whl/gguf2]  priming mixes (benchmarks/priming_mix.py; PMIX_MIXES: NAME=PARTS separated by spaces, one
 #      process each side by side; PMIX_VAL validation tasks) -> $OUT/priming_mix.{json,md}; then the run on the chosen
 #      one: MTRL_MIX=NAME=PARTS for mtrlbg (--priming-mix PARTS, and --primed-from /tmp/pmix/NAME: pmix's model, no
