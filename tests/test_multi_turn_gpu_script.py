@@ -161,3 +161,44 @@ def test_carry_and_restore_on_a_fresh_host_extends_the_run(tmp_path, tiny_model_
     state = json.loads((fresh / "keep" / "gpu_run.json").read_text())
     assert state["restored"][0]["primed_identical"] is True and set(state["own"]) == {"primed", "grpo"}
     assert state["calls"][-1]["done"] is True
+
+
+def test_a_run_carried_before_any_evaluation_is_evaluated_in_the_next_session(tmp_path, tiny_model_dir):
+    """The next session's chain for an H100 (session.sh's header): the mix chosen by ``priming_mix`` is
+    adopted (no second priming); GRPO trains to the call's end with no final reserve (nothing selected or
+    evaluated, the primed model's test tasks and BFCL beside it); ``carry``, then on a fresh host
+    ``restore`` without --extend and a run with a final reserve: GRPO goes on from the checkpoint, then
+    the selection, the GRPO model's test tasks and BFCL, and the primed model's results are kept."""
+    from benchmarks.priming_mix import main as priming_mix
+
+    pmix = tmp_path / "pmix"
+    assert priming_mix(["--mix", "d=default", "--episodes", "4", "--val-tasks", "2", "--work", str(pmix),
+                        "--set", f"model.name={tiny_model_dir}", "--set", "priming.max_steps=1",
+                        "--set", "priming.batch_size=2", "--set", "priming.max_length=4096"]) == 0
+    work, out = tmp_path / "work", tmp_path / "out"
+    common = ["--device", "cpu", "--tiny", str(tiny_model_dir), "--variants", "shaped-g8-fp32-charge"]
+    run = ["run", "--out", str(out), *common, "--own-tasks", "2", "--bfcl-limit", "1", "--bfcl-max-new-tokens", "4",
+           "--bfcl-max-live", "4", "--stagger-s", "1", "--priming-mix", "default", "--set", "grpo.max_steps=100000"]
+    first = _script(*run, "--work", str(work), "--primed-from", str(pmix / "d"), "--final-reserve-s", "0",
+                    "--budget-s", "240", "--stop-margin-s", "90")
+    assert "primed model from" in first.stdout and "primed in" not in first.stdout, first.stdout[-2000:]
+    assert "trained:" in first.stdout and "selected on validation" not in first.stdout
+    state = json.loads((work / "keep" / "gpu_run.json").read_text())
+    assert state["primed_from"]["mix"] == "d" and "grpo_stopped_by_time" not in state and "primed" in state["own"]
+    worker = json.loads((work / "runs" / "shaped-g8-fp32-charge" / "worker.json").read_text())
+    assert worker["step"] >= 1 and not worker.get("finished")
+    _script("carry", "--work", str(work), "--to", str(tmp_path / "carry"), "--variants", "shaped-g8-fp32-charge")
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for path in [*(tmp_path / "carry").glob("stage*/*"), *out.glob("rl_multi_turn.tar.gz*")]:
+        (parts / path.name).write_bytes(path.read_bytes())
+    fresh = tmp_path / "fresh"
+    restored = _script("restore", "--work", str(fresh), "--parts", str(parts), *common)
+    assert "bit-identical to the original" in restored.stdout and "extending" not in restored.stdout
+    again = _script(*run, "--work", str(fresh), "--final-reserve-s", "150", "--budget-s", "330", "--stop-margin-s", "90")
+    assert "primed in" not in again.stdout and "own test tasks, primed" not in again.stdout
+    assert "trained:" in again.stdout and "selected on validation success: shaped-g8-fp32-charge" in again.stdout
+    assert json.loads((fresh / "runs" / "shaped-g8-fp32-charge" / "worker.json").read_text())["step"] > worker["step"]
+    state = json.loads((fresh / "keep" / "gpu_run.json").read_text())
+    assert set(state["own"]) == {"primed", "grpo"} and state["calls"][-1]["done"] is True
+    assert state["priming_mix"] == "default" and state["primed_from"]["mix"] == "d"
