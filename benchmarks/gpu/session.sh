@@ -174,6 +174,9 @@
 #      the end, the primed model's test tasks and BFCL beside it; no selection), watch calls, then mtrlcarry
 #      CARRY_CALL=1, 2, ...; the session after: stage, mtrlrestore (no --extend: nothing was evaluated), mtrlbg with
 #      the same MTRL_MIX (it checks the priming kinds) and a final reserve: GRPO goes on, then selection and tests.
+#      On an H100 the primed model's BFCL engine cannot start beside the trainer (run 3: 8 of 79 GiB free; without
+#      gradient checkpointing the fp32 trainer's activations need the room), so both models' BFCL run side by side
+#      after GRPO: give that session --final-reserve-s ~750 there (one model's 800 entries took ~290 s, ~2.8 a second).
 #      On an H200 a second variant fits beside it: MTRL_VARIANTS=shaped-g8-fp32,shaped-g8-fp32-charge (the charge
 #      for refused calls, toolrl_lib/envs/rewards.py; --stagger-s 30).
 #   pmix [.whl/gguf2]  priming mixes (benchmarks/priming_mix.py; PMIX_MIXES: NAME=PARTS separated by spaces, one
@@ -311,12 +314,16 @@ case "${1:?step}" in
      python3 -m benchmarks.gpu.rl_multi_turn_gpu restore --work /tmp/mtrl --parts /tmp/carry \
        --variants "${MTRL_VARIANTS:-shaped-g8,success-g8}" ${MTRL_RESTORE_ARGS:-} ;;
   pmix) [ -f /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf ] || bash "$0" model || exit 1   # issue 39: priming mixes
-     # one process a mix, side by side (a 135M model leaves the GPU mostly idle), then the table from their
-     # kept results; `read` so that a mix's `*` is never a glob
+     # one process a mix, PMIX_JOBS side by side (a 135M model leaves the GPU mostly idle, but each priming SFT,
+     # batch 8 of up to 2,048 tokens without gradient checkpointing, may hold ~15-20 GB: 2 at once on a card under
+     # 100 GiB, 4 on an H200), then the table from their kept results; `read` so a mix's `*` is never a glob
      read -r -a MIXES <<< "${PMIX_MIXES:-default=default d4h1=default*4,hard d3h2=default*3,hard*2 d1h1=default,hard}"
+     GIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+     JOBS=${PMIX_JOBS:-$([ "${GIB:-0}" -lt 102400 ] && echo 2 || echo 4)}
      COMMON=(--device cuda --dtype bf16 --val-tasks "${PMIX_VAL:-112}" --work /tmp/pmix); mkdir -p /tmp/pmix
-     for m in "${MIXES[@]}"; do
+     n=0; for m in "${MIXES[@]}"; do
        python3 -m benchmarks.priming_mix --mix "$m" "${COMMON[@]}" > "/tmp/pmix/${m%%=*}.log" 2>&1 &
+       n=$((n + 1)); [ $((n % JOBS)) -eq 0 ] && wait
      done; wait
      for m in "${MIXES[@]}"; do grep -v "it/s]" "/tmp/pmix/${m%%=*}.log" | grep -i "error\|val success" | tail -3; done
      python3 -m benchmarks.priming_mix $(for m in "${MIXES[@]}"; do printf -- '--mix %s ' "$m"; done) "${COMMON[@]}" \
