@@ -233,7 +233,7 @@ def run(args: argparse.Namespace) -> int:
     family = config.model.family or "hermes"
     settings = bfcl_settings(args, family, args.bfcl_dtype)
     bfcl, primed = keep / "bfcl", work / "primed_model"
-    kinds = list(config.multi_turn.priming_kinds)
+    kinds = list(config.multi_turn.priming_kinds or [])
     if state.setdefault("priming_kinds", kinds) != kinds:
         raise SystemExit(f"this run was primed on {state['priming_kinds']}, this call's multi_turn.priming_kinds "
                          f"are {kinds}: pass the first call's --priming-mix (or --set) again")
