@@ -80,6 +80,10 @@ def choose(results: list[dict[str, Any]], max_success: float = 0.5) -> dict[str,
     return max(fits, key=lambda r: (r["scores"]["success"], -r["hard_share"]), default=None)
 
 
+def rule_text(max_success: float) -> str:
+    return f"highest validation success at most {max_success}"
+
+
 def run_mix(name: str, spec: str, kinds: list[str], args: argparse.Namespace) -> dict[str, Any]:
     from toolrl_lib.envs import make_tasks
     from toolrl_lib.envs.evaluate import write_rows
@@ -119,7 +123,7 @@ def run_mix(name: str, spec: str, kinds: list[str], args: argparse.Namespace) ->
     return result
 
 
-def to_markdown(results: list[dict[str, Any]], command: str, max_success: float = 0.5) -> str:
+def to_markdown(results: list[dict[str, Any]], command: str, chosen: dict[str, Any] | None, rule: str) -> str:
     kinds = list(HARD_KINDS)
     lines = ["# Priming mix: how much of the hard kinds priming shows, and primed success on validation", "",
              f"`{CONFIG}`'s priming recipe; our validation split (hard kinds; greedy episodes; never test or BFCL). "
@@ -132,8 +136,7 @@ def to_markdown(results: list[dict[str, Any]], command: str, max_success: float 
         lines.append(f"| {r['mix']} | {r['hard_share']:.2f} | {r['val_tasks']} | {s['success']:.3f} | "
                      f"{1 - s['success']:.3f} | {s['calls']:.3f} | "
                      + " | ".join(f"{s[f'success_{k}']:.2f}" if f"success_{k}" in s else "—" for k in kinds) + " |")
-    chosen = choose(results, max_success)
-    lines += ["", f"Chosen by the rule fixed before the run (highest validation success at most {max_success}): "
+    lines += ["", f"Chosen by the rule fixed before the run ({rule}): "
               + (f"**{chosen['mix']}** (`{chosen.get('spec', '')}`)." if chosen else "none: every mix solves more.")]
     lines += ["", "Seconds (priming, evaluation): "
               + "; ".join(f"{r['mix']} {r['prime_s']:.0f}, {r['eval_s']:.0f}" for r in results), "",
@@ -161,23 +164,22 @@ def main(argv: list[str] | None = None) -> int:
         measured = [json.loads(f.read_text()) for f in sorted(Path(args.choice_of).glob("*/result.json"))]
         chosen = choose(measured, args.max_success)
         if chosen is None or "spec" not in chosen:
-            raise SystemExit(f"no mix under {args.choice_of} to choose ({len(measured)} measured, none with "
-                             f"validation success <= {args.max_success} and its PARTS recorded)")
+            raise SystemExit(f"no mix under {args.choice_of} to choose ({len(measured)} measured, none by the rule "
+                             f"({rule_text(args.max_success)}) with its PARTS recorded)")
         print(f"{chosen['mix']}={chosen['spec']}")
         return 0
     if not args.mix:
         parser.error("--mix NAME=PARTS is required (or --choice-of WORK)")
     results = [run_mix(name, spec, kinds, args) for name, spec, kinds in args.mix]
     command = "python -m benchmarks.priming_mix " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = to_markdown(results, command, args.max_success)
+    chosen, rule = choose(results, args.max_success), rule_text(args.max_success)
+    text = to_markdown(results, command, chosen, rule)
     print(text)
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        chosen = choose(results, args.max_success)
         (out / "priming_mix.json").write_text(json.dumps(
-            {"results": results, "chosen": chosen and chosen["mix"], "rule": f"highest validation success <= "
-             f"{args.max_success}", "command": command}, indent=2))
+            {"results": results, "chosen": chosen and chosen["mix"], "rule": rule, "command": command}, indent=2))
         (out / "priming_mix.md").write_text(text)
     return 0
 

@@ -18,12 +18,21 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.gpu_harness
 
 
-def _script(*args: str) -> subprocess.CompletedProcess:
+def _script(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
     done = subprocess.run([sys.executable, "-m", "benchmarks.gpu.rl_multi_turn_gpu", *args], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=900)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert (done.returncode == 0) == ok, done.stdout[-3000:] + done.stderr[-3000:]
     return done
+
+
+def _carried_parts(tmp_path: Path, out: Path) -> Path:
+    """What the next session carries to its host: every carry stage's files and the last archive."""
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    for path in [*(tmp_path / "carry").glob("stage*/*"), *out.glob("rl_multi_turn.tar.gz*")]:
+        (parts / path.name).write_bytes(path.read_bytes())
+    return parts
 
 
 def test_gpu_chain_on_cpu_resumes_and_reports(tmp_path, tiny_model_dir):
@@ -138,10 +147,7 @@ def test_carry_and_restore_on_a_fresh_host_extends_the_run(tmp_path, tiny_model_
     stages = sorted((tmp_path / "carry").glob("stage*"))
     assert stages and all(len(list(s.iterdir())) <= 8 and sum(f.stat().st_size for f in s.iterdir()) < 64 << 20
                           for s in stages)
-    parts = tmp_path / "parts"  # what the next session carries to its host: every stage + the archive
-    parts.mkdir()
-    for path in [*(f for s in stages for f in s.iterdir()), *out.glob("rl_multi_turn.tar.gz*")]:
-        (parts / path.name).write_bytes(path.read_bytes())
+    parts = _carried_parts(tmp_path, out)
     assert {"primed.json", "primed.manifest.json", "shaped-g8.manifest.json"} <= {p.name for p in parts.iterdir()}
     fresh = tmp_path / "fresh"
     restored = _script("restore", "--work", str(fresh), "--parts", str(parts), *common, "--extend",
@@ -150,10 +156,8 @@ def test_carry_and_restore_on_a_fresh_host_extends_the_run(tmp_path, tiny_model_
     assert (fresh / "runs" / "shaped-g8" / "checkpoints" / "checkpoint-1" / "trainer_state.json").is_file()
     assert not (fresh / "keep" / "selection.json").exists() and not (fresh / "keep" / "own" / "grpo.jsonl").exists()
     # a later call must prime on the same kinds as the first (here: another mix than its first call's)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    forgot = subprocess.run([sys.executable, "-m", "benchmarks.gpu.rl_multi_turn_gpu", *run, "--work", str(fresh),
-                             "--priming-mix", "default"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert forgot.returncode != 0 and "this run was primed on" in forgot.stderr, forgot.stderr[-2000:]
+    forgot = _script(*run, "--work", str(fresh), "--priming-mix", "default", ok=False)
+    assert "this run was primed on" in forgot.stderr, forgot.stderr[-2000:]
     again = _script(*run, "--work", str(fresh), "--set", "grpo.max_steps=2")
     assert "primed in" not in again.stdout and "own test tasks, primed" not in again.stdout
     assert "trained:" in again.stdout and "selected on validation success: shaped-g8" in again.stdout
@@ -188,10 +192,7 @@ def test_a_run_carried_before_any_evaluation_is_evaluated_in_the_next_session(tm
     worker = json.loads((work / "runs" / "shaped-g8-fp32-charge" / "worker.json").read_text())
     assert worker["step"] >= 1 and not worker.get("finished")
     _script("carry", "--work", str(work), "--to", str(tmp_path / "carry"), "--variants", "shaped-g8-fp32-charge")
-    parts = tmp_path / "parts"
-    parts.mkdir()
-    for path in [*(tmp_path / "carry").glob("stage*/*"), *out.glob("rl_multi_turn.tar.gz*")]:
-        (parts / path.name).write_bytes(path.read_bytes())
+    parts = _carried_parts(tmp_path, out)
     fresh = tmp_path / "fresh"
     restored = _script("restore", "--work", str(fresh), "--parts", str(parts), *common)
     assert "bit-identical to the original" in restored.stdout and "extending" not in restored.stdout

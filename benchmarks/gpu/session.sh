@@ -200,6 +200,7 @@ OUT=${OUT:-/tmp/out}
 T0=$(date +%s)
 left() { echo $(( ${1} - ($(date +%s) - T0) )); }   # seconds left of a step's budget
 install() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$@"; }
+small_card() { [ "$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)" -lt 102400 ]; }  # < 100 GiB: an H100
 pack() { local name=$1; shift; tar czf "$OUT/$name.tar.gz" "$@" 2>/dev/null; ls -la "$OUT/$name.tar.gz"; }
 # A command in its own process session (setsid): it outlives the device call that starts it, for as
 # long as the host stays warm (calls back to back, `watch` among them); its pid in /tmp/bg.pid.
@@ -283,11 +284,10 @@ case "${1:?step}" in
      # by the card (MTRL_ARGS come after, so they still decide): an H200 takes 16 episodes a micro-batch x 2 and
      # 400 s of final reserve (run 2); a card under 100 GiB (an H100, run 3) half the micro-batch x 4, a smaller
      # final KV cache and 600 s (the GRPO model's BFCL ran ~2.8 entries/s there)
-     GIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
      CARD=(--final-reserve-s 400 --set grpo.per_device_train_batch_size=16 --set grpo.gradient_accumulation_steps=2)
-     [ "${GIB:-0}" -lt 102400 ] && CARD=(--final-reserve-s 600 --final-eval-kv-gib 16 \
+     small_card && CARD=(--final-reserve-s 600 --final-eval-kv-gib 16 \
        --set grpo.per_device_train_batch_size=8 --set grpo.gradient_accumulation_steps=4)
-     echo "card of ${GIB} MiB: ${CARD[*]}"
+     echo "by the card: ${CARD[*]}"
      # MTRL_MIX=NAME=PARTS (a pmix mix): prime on it, and adopt pmix's model when this host has it;
      # MTRL_MIX=auto: the mix pmix's rule chooses (highest validation success <= 0.5), so no pause between calls
      [ "${MTRL_MIX:-}" = auto ] && { MTRL_MIX=$(python3 -m benchmarks.priming_mix --choice-of /tmp/pmix) || exit 1; }
@@ -318,8 +318,7 @@ case "${1:?step}" in
      # batch 8 of up to 2,048 tokens without gradient checkpointing, may hold ~15-20 GB: 2 at once on a card under
      # 100 GiB, 4 on an H200), then the table from their kept results; `read` so a mix's `*` is never a glob
      read -r -a MIXES <<< "${PMIX_MIXES:-default=default d4h1=default*4,hard d3h2=default*3,hard*2 d1h1=default,hard}"
-     GIB=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
-     JOBS=${PMIX_JOBS:-$([ "${GIB:-0}" -lt 102400 ] && echo 2 || echo 4)}
+     JOBS=${PMIX_JOBS:-$(small_card && echo 2 || echo 4)}
      COMMON=(--device cuda --dtype bf16 --val-tasks "${PMIX_VAL:-112}" --work /tmp/pmix); mkdir -p /tmp/pmix
      n=0; for m in "${MIXES[@]}"; do
        python3 -m benchmarks.priming_mix --mix "$m" "${COMMON[@]}" > "/tmp/pmix/${m%%=*}.log" 2>&1 &
