@@ -4,11 +4,15 @@ only input), its table in the report and its figure, for result files with and w
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
-from benchmarks.gpu.rl_multi_turn_gpu import variant_table
+import pytest
+
+from benchmarks.gpu.rl_multi_turn_gpu import VARIANTS, variant_config, variant_table
 from toolrl_lib.envs.report import plot_validation_curves, validation_curves
+from toolrl_lib.train.config import generation_batch_size
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADER = "step,stage,success,success_recover,success_chain\n"
@@ -86,3 +90,19 @@ def test_refusals_are_tabulated_per_kind_with_the_commonest():
     lines = refusal_lines({"own_refusals": table})
     assert "| recover | 4.00 | 1.50 | Error: insufficient funds in N (2); Error: a / b (1) |" in lines
     assert refusal_lines({}) == []
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("card", [["grpo.per_device_train_batch_size=16", "grpo.gradient_accumulation_steps=2"],
+                                  ["grpo.per_device_train_batch_size=8", "grpo.gradient_accumulation_steps=4"]],
+                         ids=["h200", "h100"])
+def test_every_variant_is_a_valid_config_on_either_card(variant, card, tmp_path):
+    """session.sh's mtrlbg sets the micro-batch by the card; each variant must validate under both
+    (a generation round a multiple of the optimizer step's 32 completions, a group size that divides it)."""
+    args = argparse.Namespace(tiny=None, device="cuda", set=card)
+    config = variant_config(args, variant, tmp_path / "primed_model")
+    g = config.grpo
+    assert g.per_device_train_batch_size * g.gradient_accumulation_steps == 32
+    assert generation_batch_size(g) % 32 == 0 and generation_batch_size(g) % g.num_generations == 0
+    if variant.endswith("-gen128"):
+        assert generation_batch_size(g) == 128  # 4 optimizer steps a round

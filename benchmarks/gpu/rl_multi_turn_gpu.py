@@ -74,6 +74,10 @@ VARIANTS: dict[str, list[str]] = {
     # report tasks with failing calls (0.42 -> 0.50 credit, 0 -> 1.8 refused, no success); at 0.1 that trade
     # (+0.02 of reward) costs ~0.05. Not yet run on a GPU
     "shaped-g8-fp32-charge": ["model.dtype=fp32", "grpo.vllm.dtype=float32", "multi_turn.reward_refused=0.1"],
+    # rounds of 128 episodes, each feeding 4 optimizer steps of 32 (TRL's steps_per_generation; PPO's clip
+    # bounds the later steps' drift): run 3's step was 4.3 s, ~2/3 of it a round of 32 episodes whose time
+    # is set by its longest episode, not by how many there are, so 4 steps share one round's wait
+    "shaped-g8-fp32-gen128": ["model.dtype=fp32", "grpo.vllm.dtype=float32", "grpo.generation_batch_size=128"],
 }
 
 
