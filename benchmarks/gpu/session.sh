@@ -179,6 +179,10 @@
 #      after GRPO: give that session --final-reserve-s ~750 there (one model's 800 entries took ~290 s, ~2.8 a second).
 #      On an H200 a second variant fits beside it: MTRL_VARIANTS=shaped-g8-fp32,shaped-g8-fp32-charge (the charge
 #      for refused calls, toolrl_lib/envs/rewards.py; --stagger-s 30).
+#      2026-12-05/06 (fifth session): no machine again (nine failed starts, 1,216 s spent). For the chain above use
+#      MTRL_VARIANTS=shaped-g8-fp32-gen128 (rounds of 128 episodes feeding 4 optimizer steps: run 3's 4.3 s step was
+#      ~2/3 a round of 32 episodes whose length is set by its longest episode; ran on CPU with the tiny model, not on
+#      a GPU), with shaped-g8-fp32-charge beside it on an H200. A carried checkpoint resumes under the same variant.
 #   pmix [.whl/gguf2]  priming mixes (benchmarks/priming_mix.py; PMIX_MIXES: NAME=PARTS separated by spaces, one
 #      process each side by side; PMIX_VAL validation tasks) -> $OUT/priming_mix.{json,md}; then the run on the chosen
 #      one: MTRL_MIX=NAME=PARTS for mtrlbg (--priming-mix PARTS, and --primed-from /tmp/pmix/NAME: pmix's model, no
