@@ -62,22 +62,23 @@ TINY = ["multi_turn.train_tasks=4", "multi_turn.val_tasks=2", "multi_turn.primin
         "model.dtype=fp32", "lora.r=4", "lora.alpha=8", "checkpoint.save_steps=1",
         "multi_turn.environments=[bank]", "grpo.vllm.mode=off", "validation.every_steps=1"]
 RUN_LOGS = ("config.yaml", "run_info.json", "metrics.csv", "validation.csv", "episodes", "worker.json")
+# the episodes sampled by a float32 engine fed by an exact float32 merge: every LoRA update reaches
+# the sampler (a bf16 engine rounds W + BA; benchmarks/results/bf16_weight_sync.md)
+FP32 = ["model.dtype=fp32", "grpo.vllm.dtype=float32"]
 # name -> overrides of the config (all from the one primed model): the issue's levers side by side
 VARIANTS: dict[str, list[str]] = {
     "shaped-g8": [],
     "success-g8": ["multi_turn.reward_calls=0", "multi_turn.reward_turns=0"],
     "shaped-g16": ["grpo.num_generations=16"],
-    # the episodes sampled by a float32 engine fed by an exact float32 merge: every LoRA update reaches
-    # the sampler (a bf16 engine rounds W + BA; benchmarks/results/bf16_weight_sync.md); run 3 ran it
-    "shaped-g8-fp32": ["model.dtype=fp32", "grpo.vllm.dtype=float32"],
+    "shaped-g8-fp32": [*FP32],  # run 3 ran it
     # and a charge for refused calls (toolrl_lib/envs/rewards.py): run 3's GRPO model bought call credit on
     # report tasks with failing calls (0.42 -> 0.50 credit, 0 -> 1.8 refused, no success); at 0.1 that trade
     # (+0.02 of reward) costs ~0.05. Not yet run on a GPU
-    "shaped-g8-fp32-charge": ["model.dtype=fp32", "grpo.vllm.dtype=float32", "multi_turn.reward_refused=0.1"],
+    "shaped-g8-fp32-charge": [*FP32, "multi_turn.reward_refused=0.1"],
     # rounds of 128 episodes, each feeding 4 optimizer steps of 32 (TRL's steps_per_generation; PPO's clip
     # bounds the later steps' drift): run 3's step was 4.3 s, ~2/3 of it a round of 32 episodes whose time
     # is set by its longest episode, not by how many there are, so 4 steps share one round's wait
-    "shaped-g8-fp32-gen128": ["model.dtype=fp32", "grpo.vllm.dtype=float32", "grpo.generation_batch_size=128"],
+    "shaped-g8-fp32-gen128": [*FP32, "grpo.generation_batch_size=128"],
 }
 
 
