@@ -106,3 +106,54 @@ def test_every_variant_is_a_valid_config_on_either_card(variant, card, tmp_path)
     assert generation_batch_size(g) % 32 == 0 and generation_batch_size(g) % g.num_generations == 0
     if variant.endswith("-gen128"):
         assert generation_batch_size(g) == 128  # 4 optimizer steps a round
+
+
+def _carried_run(work: Path) -> None:
+    """A run as `carry` leaves it mid-way: primed evaluated, GRPO validated at 0 and 25 only."""
+    run = work / "runs" / "v"
+    (run / "episodes").mkdir(parents=True)
+    (work / "own").mkdir()
+    (work / "gpu_run.json").write_text(json.dumps({
+        "variants": ["v"], "timings": {"train_s": 100.0}, "calls": [{"command": "run ...", "seconds": 120.0}],
+        "overrides": ["device=cuda"], "priming_mix": "default*3,hard*2",
+        "primed_from": {"mix": "d3h2", "val_success": 0.5}}))
+    (work / "own" / "primed.jsonl").write_text("".join(
+        json.dumps({"task_id": f"t{i}", "kind": "chain", "success": i < 1}) + "\n" for i in range(4)))
+    (run / "validation.csv").write_text(HEADER + "0,base,0.25,0.2,0.0\n25,grpo,0.75,0.5,0.0\n")
+    for stage, wins in (("base", {"a"}), ("step-5", set()), ("step-25", {"a", "b", "c"})):
+        (run / "episodes" / f"{stage}.jsonl").write_text("".join(
+            json.dumps({"task_id": t, "success": t in wins}) + "\n" for t in "abcd"))
+    (run / "worker.json").write_text(json.dumps({"step": 27, "max_steps": 1000, "finished": False}))
+    # two rounds of 3 steps: TRL logs completion lengths only on the step that generated the round
+    (run / "metrics.csv").write_text("step,step_time,completions/mean_length\n"
+                                     "1,9.0,100\n2,2.0,\n3,3.0,\n4,11.0,90\n5,2.0,\n6,2.0,\n")
+
+
+def test_a_carried_run_reports_its_progress_on_validation_only(tmp_path):
+    from benchmarks.gpu.rl_multi_turn_gpu import main
+
+    work, out = tmp_path / "work", tmp_path / "out"
+    _carried_run(work)
+    assert main(["progress", "--work", str(work), "--out", str(out), "--tag", "t",
+                 "--figure", str(tmp_path / "curves.png")]) == 0
+    result = json.loads((out / "rl_multi_turn_t.json").read_text())
+    assert result["models"]["primed"] == {"own_task_success": 0.25, "own_tasks": 4}  # no BFCL folder: no BFCL keys
+    assert "comparisons" not in result  # no GRPO - primed claim before the GRPO model is evaluated
+    variant = result["variants"]["v"]
+    check = variant["validation_start_vs_last"]
+    assert check["last"] == "step-25" and check["n"] == 4  # the newest stage by step number, not by name
+    assert (check["start"], check["last_success"], check["diff"]) == (0.25, 0.75, 0.5)
+    assert variant["step_seconds"] == {"steps": 6, "mean": 4.833, "median_rollout_step": 10.0,
+                                       "median_reuse_step": 2.0}
+    text = (out / "rl_multi_turn_t.md").read_text()
+    assert "| v | 27 | 1000 | 0.250 | 0.750 (step-25) | +0.500 |" in text and "in progress" in text
+    assert (tmp_path / "curves.png").stat().st_size > 10_000
+
+
+def test_progress_refuses_an_evaluated_run(tmp_path):
+    from benchmarks.gpu.rl_multi_turn_gpu import main
+
+    _carried_run(tmp_path / "work")
+    (tmp_path / "work" / "own" / "grpo.jsonl").write_text("")
+    with pytest.raises(SystemExit, match="use `report`"):
+        main(["progress", "--work", str(tmp_path / "work"), "--out", str(tmp_path / "out")])

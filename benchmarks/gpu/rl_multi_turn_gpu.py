@@ -1,6 +1,6 @@
 """Issue 20: multi-turn GRPO in our environments, then primed vs GRPO on held-out tasks and BFCL.
 
-Two phases:
+Phases (besides carry and restore, for a run across sessions):
 
     run     (GPU; resumable: repeat the same command on the warm host until it says "done") prime the
             embedded model on gold episodes once, then the GRPO variants (--variants: reward shaping,
@@ -18,6 +18,9 @@ Two phases:
             benchmarks/results/rl_multi_turn.{md,json} (the shape of rl_single_turn.json; --tag T:
             rl_multi_turn_T.*); --partial: a model whose BFCL the deadline cut is scored on the
             categories it finished, with no BFCL comparison
+    progress (CPU box) a run carried to the next session before its evaluation: the primed model's
+            test tasks and BFCL, each variant's validation start against its last (paired, 95% CI;
+            validation only: no GRPO - primed claim) and seconds per step -> rl_multi_turn_TAG.*
 
     python -m benchmarks.gpu.rl_multi_turn_gpu run --work /tmp/mtrl --out $OUT --set grpo.max_steps=12
     python -m benchmarks.gpu.rl_multi_turn_gpu report --archive rl_multi_turn.tar.gz --work runs/rl_multi_turn
@@ -535,6 +538,125 @@ def report(args: argparse.Namespace) -> int:
     return 0
 
 
+def progress(args: argparse.Namespace) -> int:
+    """A run carried between sessions and not yet evaluated: what is known so far. The primed model's
+    test tasks and BFCL (they ran beside GRPO), and each variant's validation so far, its last
+    validation against its start paired per task. Validation is the selection's set, not a test:
+    the GRPO - primed comparison on our test tasks comes from ``report`` once the run is evaluated."""
+    from toolrl_lib.envs.evaluate import read_rows
+    from toolrl_lib.evaluate.stats import paired_bootstrap
+
+    work = Path(args.work)
+    if args.archive:
+        bmt.unpack(Path(args.archive), work)
+    info = json.loads((work / "gpu_run.json").read_text())
+    if (work / "own" / "grpo.jsonl").is_file():
+        raise SystemExit(f"{work}: the GRPO model was evaluated; use `report` for this run")
+    primed = read_rows(work / "own" / "primed.jsonl")
+    bfcl_done = (work / "bfcl" / "primed" / "timing.json").is_file()
+    bfcl_rows = bmt.category_rows("primed", work / "bfcl" / "primed")[0] if bfcl_done else []
+    variants: dict[str, dict[str, Any]] = {}
+    for variant in info.get("variants", []):
+        folder = work / "runs" / variant
+        if not (folder / "validation.csv").is_file():
+            continue
+        episodes = {path.stem: path for path in (folder / "episodes").glob("*.jsonl")}
+        trained = sorted((stem for stem in episodes if stem.startswith("step-")), key=lambda s: int(s[5:]))
+        last = "final" if "final" in episodes else (trained[-1] if trained else None)
+        start = {r["task_id"]: r for r in read_rows(episodes["base"])} if "base" in episodes else {}
+        latest = {r["task_id"]: r for r in read_rows(episodes[last])} if last else {}
+        ids = sorted(set(start) & set(latest))
+        diff = paired_bootstrap([float(start[i]["success"]) for i in ids], [float(latest[i]["success"]) for i in ids])
+        worker_state = json.loads((folder / "worker.json").read_text()) if (folder / "worker.json").is_file() else {}
+        variants[variant] = {
+            "steps": worker_state.get("step"), "max_steps": worker_state.get("max_steps"),
+            "validation_csv": (folder / "validation.csv").read_text(),
+            "validation_start_vs_last": {"last": last, "n": diff.n, "start": diff.acc_a, "last_success": diff.acc_b,
+                                         "diff": diff.diff, "ci_low": diff.ci_low, "ci_high": diff.ci_high},
+            "step_seconds": step_seconds(folder / "metrics.csv")}
+    result = {
+        "status": "in progress: GRPO not finished, the GRPO model not yet evaluated (no test or BFCL comparison)",
+        "priming_mix": info.get("priming_mix"), "primed_from": info.get("primed_from"),
+        "models": {"primed": {"own_task_success": sum(bool(r["success"]) for r in primed) / max(1, len(primed)),
+                              "own_tasks": len(primed),
+                              **{f"bfcl_{r['category']}": r["accuracy"] for r in bfcl_rows},
+                              **{f"bfcl_{r['category']}_turns_passed": r["turns_passed_share"] for r in bfcl_rows}}},
+        "bfcl_rows": bfcl_rows, "variants": variants,
+        "variant_validation": {v: d["validation_csv"] for v, d in variants.items()},
+        "timings": info["timings"], "gpu_calls": info["calls"], "overrides": info["overrides"],
+        "commands": {"gpu": [c["command"] for c in info["calls"]], "report": report_command(sys.argv)},
+        "notes": args.note}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"rl_multi_turn_{args.tag}" if args.tag else "rl_multi_turn_progress"
+    (out / f"{stem}.json").write_text(json.dumps(result, indent=2, default=str))
+    text = progress_markdown(result, info)
+    (out / f"{stem}.md").write_text(text)
+    if args.figure and variants:
+        from toolrl_lib.envs.report import plot_validation_curves, validation_curves
+
+        chosen = max(variants, key=lambda v: variants[v]["validation_start_vs_last"]["last_success"])
+        kinds = sorted({str(r["kind"]) for r in primed if r.get("kind")})
+        plot_validation_curves(validation_curves(result), chosen, kinds, args.figure)
+    print(text)
+    return 0
+
+
+def step_seconds(metrics_csv: Path) -> dict[str, float]:
+    """Seconds per optimizer step from a run's metrics.csv: all steps, the steps that began a
+    generation round (TRL logs completion lengths only on those) and the steps that reused it."""
+    import pandas as pd
+
+    if not metrics_csv.is_file():
+        return {}
+    table = pd.read_csv(metrics_csv)
+    if "step_time" not in table.columns:
+        return {}
+    rollout = table["completions/mean_length"].notna() if "completions/mean_length" in table.columns else None
+    out = {"steps": int(table["step_time"].notna().sum()), "mean": round(float(table["step_time"].mean()), 3)}
+    if rollout is not None and rollout.any() and (~rollout).any():
+        out["median_rollout_step"] = round(float(table.loc[rollout, "step_time"].median()), 3)
+        out["median_reuse_step"] = round(float(table.loc[~rollout, "step_time"].median()), 3)
+    return out
+
+
+def progress_markdown(result: dict[str, Any], info: dict[str, Any]) -> str:
+    primed = result["models"]["primed"]
+    lines = ["# Multi-turn GRPO in our environments: a run in progress", "",
+             f"**{result['status']}.** Embedded SmolLM2-135M, {CONFIG} with `{' '.join(info['overrides'])}`.", ""]
+    if result.get("priming_mix"):
+        source = result.get("primed_from") or {}
+        lines += [f"Primed on the mix `{result['priming_mix']}` (`benchmarks/priming_mix.py`"
+                  + (f"; mix {source['mix']}, validation success {source['val_success']:.3f}" if source else "")
+                  + ").", ""]
+    lines += [f"Primed model on our test split: episode success **{primed['own_task_success']:.3f}** "
+              f"({primed['own_tasks']} tasks).", "",
+              "Validation (our val split, greedy episodes; the selection's set, not a test), start against the "
+              "last validation, paired per task with a bootstrap 95% CI:", "",
+              "| variant | steps | of max | start | last (stage) | last - start | 95% CI | s/step (mean; round start, reuse) |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, v in result["variants"].items():
+        c, t = v["validation_start_vs_last"], v["step_seconds"]
+        timing = (f"{t['mean']:.2f}; {t.get('median_rollout_step', float('nan')):.2f}, "
+                  f"{t.get('median_reuse_step', float('nan')):.2f}" if t else "—")
+        lines.append(f"| {name} | {v['steps']} | {v['max_steps']} | {c['start']:.3f} | {c['last_success']:.3f} "
+                     f"({c['last']}) | {c['diff']:+.3f} | [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}] | {timing} |")
+    if result["bfcl_rows"]:
+        lines += ["", "Primed model, BFCL v4 multi-turn (BFCL's checker; turns passed: mean share of an entry's "
+                  "turns before the checker failed it):", "",
+                  "| category | n | accuracy | turns passed | force-terminated |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {r['category']} | {r['n']} | {bmt._f(r['accuracy'])} | {bmt._f(r['turns_passed_share'])} | "
+                  f"{r['force_terminated']} |" for r in result["bfcl_rows"]]
+    for name, v in result["variants"].items():
+        lines += ["", f"Validation of {name}:", "", "```", v["validation_csv"].strip(), "```"]
+    lines += ["", f"GPU timings (s): {json.dumps(info['timings'])}; device calls: "
+              f"{json.dumps([c['seconds'] for c in info['calls']])} s", "", "Commands, in order:", ""]
+    lines += [f"- GPU: `{c}`" for c in result["commands"]["gpu"]] + [f"- here: `{result['commands']['report']}`"]
+    if result.get("notes"):
+        lines += ["", "Notes:", ""] + [f"- {n}" for n in result["notes"]]
+    return "\n".join(lines) + "\n"
+
+
 def report_command(argv: list[str]) -> str:
     """The report's command line without its --note texts (they are printed as notes)."""
     kept, skip = ["python -m benchmarks.gpu.rl_multi_turn_gpu"], False
@@ -703,6 +825,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--partial", action="store_true", help="report even if a model's BFCL run was cut short")
     p.add_argument("--figure", default=None, help="also plot every variant's validation curve here (a .png)")
     p.add_argument("--tag", default="", help="write rl_multi_turn_TAG.{json,md} (an earlier run's files stay)")
+    q = sub.add_parser("progress", help="a run not yet evaluated (carried to the next session): what is known so far")
+    q.add_argument("--archive", default=None)
+    q.add_argument("--work", required=True)
+    q.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    q.add_argument("--note", action="append", default=[], help="a line for the markdown's notes (repeat)")
+    q.add_argument("--figure", default=None, help="also plot every variant's validation curve here (a .png)")
+    q.add_argument("--tag", default="", help="write rl_multi_turn_TAG.{json,md} (default rl_multi_turn_progress)")
     args = parser.parse_args(argv)
     unknown = [v for v in getattr(args, "variants", []) if v not in VARIANTS]
     if unknown:
@@ -712,7 +841,8 @@ def main(argv: list[str] | None = None) -> int:
             args.set.insert(0, priming_mix_override(args.priming_mix))
         except ValueError as error:
             parser.error(f"--priming-mix {args.priming_mix!r}: {error}")
-    return {"run": run, "worker": worker, "report": report, "carry": carry_out, "restore": restore}[args.phase](args)
+    return {"run": run, "worker": worker, "report": report, "progress": progress, "carry": carry_out,
+            "restore": restore}[args.phase](args)
 
 
 if __name__ == "__main__":

@@ -183,6 +183,20 @@
 #      MTRL_VARIANTS=shaped-g8-fp32-gen128 (rounds of 128 episodes feeding 4 optimizer steps: run 3's 4.3 s step was
 #      ~2/3 a round of 32 episodes whose length is set by its longest episode; ran on CPU with the tiny model, not on
 #      a GPU), with shaped-g8-fp32-charge beside it on an H200. A carried checkpoint resumes under the same variant.
+#      Run 4 began 2026-12-06 (H100; benchmarks/results/rl_multi_turn_run4.md, priming_mix.md): pmix 173 s chose d3h2
+#      (validation 0.420); mtrlbg anchor:1300 with shaped-g8-fp32-gen128 trained 124 steps (validation 0.429 -> 0.759;
+#      the primed model's test tasks 0.389 and its BFCL, all 800, done beside it), then mtrlcarry CARRY_CALL=1,2 ->
+#      .whl/stage1, .whl/stage2 (checkpoint-124, the primed LoRA, the archive; kept beside the checkout, ignored by git).
+#      To finish it: `1` [.whl/gguf1 .whl/base] alone (L = its budget_left_s + wall_s), then in one batch vllm1
+#      [.whl/vllm1], vllm2 [.whl/vllm2], STAGE=1 stage [.whl/stage1], STAGE=2 stage [.whl/stage2],
+#      MTRL_VARIANTS=shaped-g8-fp32-gen128 mtrlrestore [.whl/gguf2] (no --extend: nothing was evaluated), then
+#      MTRL_MIX=d3h2=default*3,hard*2 MTRL_BUDGET=anchor:<L - ~60> MTRL_VARIANTS=shaped-g8-fp32-gen128
+#      MTRL_ARGS="--stop-margin-s 80 --own-tasks 280 --set multi_turn.val_tasks=112 --set grpo.max_steps=1000" mtrlbg []
+#      (by the card an H100 keeps 600 s for the GRPO model's test tasks, merge and BFCL; the primed model's are done),
+#      then watch calls until "ended"; here: report --archive <it> --work runs/rl_multi_turn_run4 --tag run4 (the
+#      final rl_multi_turn_run4.*, replacing the progress files). Expected ~3.8 s a step without BFCL beside: ~230
+#      more steps in ~880 s of GRPO. Not tried: TF32 matmuls in the float32 trainer (a round's 3 reuse steps are
+#      forward/backward alone, 2.3 s each); it would change the recipe mid-run, so only for a fresh run.
 #   pmix [.whl/gguf2]  priming mixes (benchmarks/priming_mix.py; PMIX_MIXES: NAME=PARTS separated by spaces, one
 #      process each side by side; PMIX_VAL validation tasks) -> $OUT/priming_mix.{json,md}; then the run on the chosen
 #      one: MTRL_MIX=NAME=PARTS for mtrlbg (--priming-mix PARTS, and --primed-from /tmp/pmix/NAME: pmix's model, no
