@@ -478,12 +478,7 @@ def report(args: argparse.Namespace) -> int:
     rows = {label: bmt.category_rows(label, work / "bfcl" / label)[0]
             if label not in missing or partial.get(label) else [] for label in PAIR}
     own = {label: {r["task_id"]: r for r in read_rows(work / "own" / f"{label}.jsonl")} for label in PAIR}
-    models: dict[str, dict[str, Any]] = {}
-    for label in PAIR:
-        models[label] = {f"bfcl_{r['category']}": r["accuracy"] for r in rows[label]}
-        models[label].update({f"bfcl_{r['category']}_turns_passed": r["turns_passed_share"] for r in rows[label]})
-        models[label]["own_task_success"] = sum(bool(r["success"]) for r in own[label].values()) / len(own[label])
-        models[label]["own_tasks"] = len(own[label])
+    models = {label: model_scores(rows[label], list(own[label].values())) for label in PAIR}
     comparisons = []
     if not missing:
         table = compare_dirs(work / "bfcl" / "primed", work / "bfcl" / "grpo")
@@ -523,19 +518,34 @@ def report(args: argparse.Namespace) -> int:
               "partial_categories": {label: cats for label, cats in partial.items() if cats},
               "commands": {"gpu": [c["command"] for c in info["calls"]], "report": report_command(sys.argv)},
               "notes": args.note}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = f"rl_multi_turn_{args.tag}" if args.tag else "rl_multi_turn"
-    (out / f"{stem}.json").write_text(json.dumps(result, indent=2, default=str))
-    (out / f"{stem}.md").write_text(to_markdown(result, info))
-    if args.figure:
+    write_result(result, to_markdown(result, info), Path(args.out) / f"rl_multi_turn{'_' + args.tag if args.tag else ''}",
+                 args.figure, selection["chosen"], sorted(result["own_by_kind"]))
+    return 0
+
+
+def model_scores(bfcl_rows: list[dict[str, Any]], own_rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One model's figures in a result file: BFCL accuracy and turns passed per category, and its
+    episode success on our test tasks."""
+    scores: dict[str, Any] = {f"bfcl_{r['category']}": r["accuracy"] for r in bfcl_rows}
+    scores.update({f"bfcl_{r['category']}_turns_passed": r["turns_passed_share"] for r in bfcl_rows})
+    scores["own_task_success"] = sum(bool(r["success"]) for r in own_rows) / max(1, len(own_rows))
+    scores["own_tasks"] = len(own_rows)
+    return scores
+
+
+def write_result(result: dict[str, Any], markdown: str, stem: Path, figure: str | None, chosen: str,
+                 kinds: list[str]) -> None:
+    """``stem``.json and .md (printed too) and, asked for, every variant's validation curve as a figure."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    (stem.parent / f"{stem.name}.json").write_text(json.dumps(result, indent=2, default=str))
+    (stem.parent / f"{stem.name}.md").write_text(markdown)
+    if figure:
         from toolrl_lib.envs.report import plot_validation_curves, validation_curves
 
         curves = validation_curves(result)
         if not curves.empty:
-            plot_validation_curves(curves, selection["chosen"], sorted(result["own_by_kind"]), args.figure)
-    print(to_markdown(result, info))
-    return 0
+            plot_validation_curves(curves, chosen, kinds, figure)
+    print(markdown)
 
 
 def progress(args: argparse.Namespace) -> int:
@@ -577,28 +587,15 @@ def progress(args: argparse.Namespace) -> int:
     result = {
         "status": "in progress: GRPO not finished, the GRPO model not yet evaluated (no test or BFCL comparison)",
         "priming_mix": info.get("priming_mix"), "primed_from": info.get("primed_from"),
-        "models": {"primed": {"own_task_success": sum(bool(r["success"]) for r in primed) / max(1, len(primed)),
-                              "own_tasks": len(primed),
-                              **{f"bfcl_{r['category']}": r["accuracy"] for r in bfcl_rows},
-                              **{f"bfcl_{r['category']}_turns_passed": r["turns_passed_share"] for r in bfcl_rows}}},
+        "models": {"primed": model_scores(bfcl_rows, primed)},
         "bfcl_rows": bfcl_rows, "variants": variants,
         "variant_validation": {v: d["validation_csv"] for v, d in variants.items()},
         "timings": info["timings"], "gpu_calls": info["calls"], "overrides": info["overrides"],
         "commands": {"gpu": [c["command"] for c in info["calls"]], "report": report_command(sys.argv)},
         "notes": args.note}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = f"rl_multi_turn_{args.tag}" if args.tag else "rl_multi_turn_progress"
-    (out / f"{stem}.json").write_text(json.dumps(result, indent=2, default=str))
-    text = progress_markdown(result, info)
-    (out / f"{stem}.md").write_text(text)
-    if args.figure and variants:
-        from toolrl_lib.envs.report import plot_validation_curves, validation_curves
-
-        chosen = max(variants, key=lambda v: variants[v]["validation_start_vs_last"]["last_success"])
-        kinds = sorted({str(r["kind"]) for r in primed if r.get("kind")})
-        plot_validation_curves(validation_curves(result), chosen, kinds, args.figure)
-    print(text)
+    chosen = max(variants, key=lambda v: variants[v]["validation_start_vs_last"]["last_success"], default="")
+    write_result(result, progress_markdown(result, info), Path(args.out) / f"rl_multi_turn_{args.tag or 'progress'}",
+                 args.figure, chosen, sorted({str(r["kind"]) for r in primed if r.get("kind")}))
     return 0
 
 
