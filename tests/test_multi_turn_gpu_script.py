@@ -83,13 +83,17 @@ def test_report_command_leaves_the_note_texts_out():
 
 def test_final_reserve_ends_grpo_and_evaluates_in_the_same_call(tmp_path, tiny_model_dir):
     """--final-reserve-s: GRPO far from max_steps stops in time, and the same call selects, evaluates our
-    test tasks, merges the selected best/ and generates its BFCL; the next call trains nothing."""
+    test tasks, merges the selected best/ and generates its BFCL; the next call trains nothing. With
+    --primed-bfcl after, the primed model's BFCL waits for training to end (the default, beside, is the
+    next test's)."""
     work, out = tmp_path / "work", tmp_path / "out"
     run = ["run", "--work", str(work), "--out", str(out), "--device", "cpu", "--tiny", str(tiny_model_dir),
            "--own-tasks", "2", "--bfcl-limit", "1", "--bfcl-max-new-tokens", "4", "--bfcl-max-live", "4",
            "--stagger-s", "1", "--variants", "shaped-g8", "--set", "grpo.max_steps=100000",
-           "--budget-s", "330", "--final-reserve-s", "150", "--stop-margin-s", "90"]
+           "--budget-s", "330", "--final-reserve-s", "150", "--stop-margin-s", "90", "--primed-bfcl", "after"]
     first = _script(*run)
+    timings = json.loads((work / "keep" / "gpu_run.json").read_text())["timings"]
+    assert timings["primed_bfcl_start_s"] >= timings["train_end_s"] > 60, timings
     assert "GRPO stopped by --final-reserve-s at steps" in first.stdout, first.stdout[-2000:]
     assert "selected on validation success: shaped-g8" in first.stdout
     # the tiny model's flat reward leaves its adapter a no-op: the merge refuses it, BFCL takes the adapter
@@ -128,6 +132,8 @@ def test_a_primed_bfcl_that_failed_beside_grpo_runs_in_the_final_phase(tmp_path,
         "--stagger-s", "1", "--variants", "shaped-g8", "--set", "grpo.max_steps=100000",
         "--budget-s", "330", "--final-reserve-s", "150", "--stop-margin-s", "90"]) == 0
     assert calls[0] == ["primed"] and sorted(map(tuple, calls[1:])) == [("grpo",), ("primed",)]
+    timings = json.loads((work / "keep" / "gpu_run.json").read_text())["timings"]
+    assert timings["primed_bfcl_start_s"] < timings["train_end_s"]  # beside GRPO: it began while training ran
     assert (work / "keep" / "bfcl" / "primed" / "timing.json").is_file()
     assert json.loads((work / "keep" / "gpu_run.json").read_text())["calls"][-1]["done"] is True
 

@@ -215,6 +215,18 @@ def test_grpo_args_on_cpu(tmp_path):
     assert args.generation_batch_size % args.num_generations == 0
 
 
+def test_tf32_reaches_the_trainer_on_cuda_only():
+    from toolrl_lib.train.backend import precision_kwargs
+
+    # a float32 trainer asks for TF32 matmuls only when model.tf32 says so, and never on the CPU
+    # (TrainingArguments refuses tf32 without an Ampere-or-newer GPU)
+    assert precision_kwargs("cuda", "fp32", tf32=True) == {"bf16": False, "fp16": False, "tf32": True}
+    assert "tf32" not in precision_kwargs("cuda", "fp32")
+    assert "tf32" not in precision_kwargs("cpu", "fp32", tf32=True)
+    assert load_run_config(None, ["model.tf32=true"]).model.tf32 is True
+    assert load_run_config(None).model.tf32 is False
+
+
 def test_backend_choice_on_cpu():
     from toolrl_lib.train.backend import resolve_backend
 

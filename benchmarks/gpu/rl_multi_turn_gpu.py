@@ -82,6 +82,13 @@ VARIANTS: dict[str, list[str]] = {
     # bounds the later steps' drift): run 3's step was 4.3 s, ~2/3 of it a round of 32 episodes whose time
     # is set by its longest episode, not by how many there are, so 4 steps share one round's wait
     "shaped-g8-fp32-gen128": [*FP32, "grpo.generation_batch_size=128"],
+    # the same with TF32 matmuls in the trainer and its colocated engine (model.tf32): run 4's reuse steps
+    # (forward/backward alone) took 2.3 s in plain float32, its rounds' first steps 8-9 s; our test tasks and
+    # BFCL run in other processes, in full float32
+    "shaped-g8-fp32-gen128-tf32": [*FP32, "grpo.generation_batch_size=128", "model.tf32=true"],
+    # the group-size lever at the same episodes a step (16 tasks x 8 -> 8 tasks x 16)
+    "shaped-g16-fp32-gen128-tf32": [*FP32, "grpo.generation_batch_size=128", "model.tf32=true",
+                                    "grpo.num_generations=16"],
 }
 
 
@@ -281,14 +288,27 @@ def run(args: argparse.Namespace) -> int:
         state["timings"][f"own_{label}_s"] = round(time.time() - t1, 1)
         log(f"own test tasks, {label}: success {scores['success']:.3f} ({len(rows)} tasks)")
 
+    # the engines that start once training is over take a larger KV cache (a full one preempts and
+    # recomputes episodes)
+    final_settings = argparse.Namespace(**vars(settings), env={VLLM_KV_CACHE_ENV: str(args.final_eval_kv_gib),
+                                                                VLLM_MEMORY_ENV: str(args.final_eval_memory)})
+    training_over = threading.Event()
+
     def primed_side() -> None:
-        """The primed model never changes: its test tasks and BFCL run beside GRPO, after every variant's
-        vLLM engine has started (their start-up profiling must not see this process free memory)."""
+        """The primed model never changes: its test tasks run beside GRPO, after every variant's vLLM engine
+        has started (their start-up profiling must not see this process free memory); its BFCL too, or with
+        --primed-bfcl after once training is over, beside the GRPO model's (run 4: beside the trainer it
+        slowed every step ~2.4x for its 749 s)."""
         time.sleep(len(todo) * args.stagger_s)
         if time.time() < deadline - 60:
             own_tasks("primed", None)
             release_gpu_memory()
-        generate([("primed", str(primed))], bfcl, settings, deadline - 20)
+        if args.primed_bfcl == "after":
+            training_over.wait()
+        if not (bfcl / "primed" / "timing.json").is_file():
+            state["timings"]["primed_bfcl_start_s"] = round(time.time() - t0, 1)  # into this call
+        generate([("primed", str(primed))], bfcl, final_settings if args.primed_bfcl == "after" else settings,
+                 deadline - 20)
 
     side = threading.Thread(target=primed_side, daemon=True)
     side.start()  # BFCL of the primed model while the variants train
@@ -311,6 +331,8 @@ def run(args: argparse.Namespace) -> int:
         run_lanes(jobs, [None] * len(jobs), train_deadline - (0 if args.final_reserve_s else 25), say=log)
         state["timings"]["train_s"] = round(state["timings"].get("train_s", 0) + time.time() - t1, 1)
         log(f"trained: {json.dumps({v: time_limit.worker_state(work / 'runs' / v).get('step') for v in args.variants})}")
+    state["timings"]["train_end_s"] = round(time.time() - t0, 1)  # into this call
+    training_over.set()
     finished = all(time_limit.worker_state(work / "runs" / v).get("finished") for v in args.variants)
     if not finished and args.final_reserve_s and "grpo_stopped_by_time" not in state:
         state["grpo_stopped_by_time"] = {v: time_limit.worker_state(work / "runs" / v).get("step") for v in args.variants}
@@ -327,10 +349,7 @@ def run(args: argparse.Namespace) -> int:
         chosen = work / "runs" / json.loads((keep / "selection.json").read_text())["chosen"]
         # merged: BFCL through vLLM; a merge refused (e.g. a no-op adapter) leaves the adapter to transformers
         model = merge_best(chosen, work / "grpo_model", keep, state, args.bfcl_dtype) or chosen / "best"
-        # the GRPO model's BFCL in its own process while this one plays our test tasks: training is over,
-        # so its engine takes a larger KV cache (a full one preempts and recomputes episodes)
-        final_settings = argparse.Namespace(**vars(settings), env={VLLM_KV_CACHE_ENV: str(args.final_eval_kv_gib),
-                                                                    VLLM_MEMORY_ENV: str(args.final_eval_memory)})
+        # the GRPO model's BFCL in its own process while this one plays our test tasks
         final = threading.Thread(target=generate, args=([("grpo", str(model))], bfcl, final_settings, deadline - 20),
                                  daemon=True)
         final.start()
@@ -349,6 +368,7 @@ def run(args: argparse.Namespace) -> int:
     done = all((bfcl / label / "timing.json").is_file() for label in PAIR) and set(state["own"]) == set(PAIR)
     state["calls"].append({"command": module_command(sys.argv), "seconds": round(time.time() - t0, 1), "done": done})
     state.update(overrides=overrides, variants=args.variants, own_tasks=args.own_tasks, bfcl_limit=args.bfcl_limit,
+                 primed_bfcl=args.primed_bfcl,
                  bfcl_settings={k: v for k, v in vars(settings).items() if k != "pack"},
                  final_bfcl_engine={"kv_cache_gib": args.final_eval_kv_gib, "memory_share": args.final_eval_memory})
     state_file.write_text(json.dumps(state, indent=2))
@@ -787,6 +807,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="KV cache (GiB) of the GRPO model's BFCL engine, which starts once training is over")
     r.add_argument("--final-eval-memory", type=float, default=0.3,
                    help="GPU memory share of that engine (it must be free when the engine starts)")
+    r.add_argument("--primed-bfcl", default="beside", choices=["beside", "after"],
+                   help="when the primed model's BFCL runs: beside GRPO (it shares the GPU with the trainers), or "
+                        "after it, beside the GRPO model's (give --final-reserve-s room for both)")
     r.add_argument("--final-reserve-s", type=float, default=None,
                    help="end GRPO this many seconds before the budget (checkpoints kept) and go on to the "
                         "selection, our test tasks and the GRPO model's BFCL in the same call, whatever "

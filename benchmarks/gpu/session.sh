@@ -197,6 +197,14 @@
 #      final rl_multi_turn_run4.*, replacing the progress files). Expected ~3.8 s a step without BFCL beside: ~230
 #      more steps in ~880 s of GRPO. Not tried: TF32 matmuls in the float32 trainer (a round's 3 reuse steps are
 #      forward/backward alone, 2.3 s each); it would change the recipe mid-run, so only for a fresh run.
+#      Run 4 was never finished: the next session's checkout was new and .whl/stage1-2 were gone with it (ignored
+#      files do not survive between sessions: the 2026-12-03 lesson above). A run must end in its session.
+#      Run 5 (one session, fresh): `1` alone (L as above), then in one batch vllm1, vllm2 and
+#      MTRL_MIX=d3h2=default*3,hard*2 MTRL_BUDGET=anchor:<L - 60> MTRL_VARIANTS=shaped-g8-fp32-gen128-tf32
+#      MTRL_ARGS="--primed-bfcl after --final-reserve-s 650 --stop-margin-s 60 --own-tasks 280
+#      --set multi_turn.val_tasks=112 --set grpo.max_steps=1000" mtrlbg [.whl/gguf2] (priming on d3h2 in the run,
+#      ~45 s; TF32 matmuls in the trainer, model.tf32; both models' BFCL after GRPO, side by side), then watch
+#      calls until "ended"; here: report --archive <it> --work runs/rl_multi_turn_run5 --tag run5.
 #   pmix [.whl/gguf2]  priming mixes (benchmarks/priming_mix.py; PMIX_MIXES: NAME=PARTS separated by spaces, one
 #      process each side by side; PMIX_VAL validation tasks) -> $OUT/priming_mix.{json,md}; then the run on the chosen
 #      one: MTRL_MIX=NAME=PARTS for mtrlbg (--priming-mix PARTS, and --primed-from /tmp/pmix/NAME: pmix's model, no

@@ -68,15 +68,17 @@ def resolve_backend(backend: str, device: str, processes: int = 1, lora: bool = 
     return backend
 
 
-def precision_kwargs(device: str, dtype: str) -> dict[str, Any]:
-    """TrainingArguments precision flags: fp32 on CPU; bf16 autocast on capable GPUs."""
+def precision_kwargs(device: str, dtype: str, tf32: bool = False) -> dict[str, Any]:
+    """TrainingArguments precision flags: fp32 on CPU; bf16 autocast on capable GPUs; ``tf32``
+    (model.tf32) lets a GPU's float32 matmuls use TF32 tensor cores (the Trainer sets torch's flag)."""
     if device == "cpu":
         return {"use_cpu": True, "bf16": False, "fp16": False}
     import torch
 
     from toolrl_lib.models import resolve_dtype
 
-    return {"bf16": resolve_dtype(dtype, device) == torch.bfloat16, "fp16": False}
+    flags = {"bf16": resolve_dtype(dtype, device) == torch.bfloat16, "fp16": False}
+    return {**flags, "tf32": True} if tf32 else flags
 
 
 def one_gpu_per_process(args: Any) -> Any:

@@ -32,6 +32,7 @@ class ModelSection:
     name: str = field(default="embedded", metadata={"help": "\"embedded\", a local model folder or a hub id"})
     family: str = field(default="auto", metadata={"help": "chat-format family (toolrl_lib.prompts.FAMILIES) or \"auto\" = detect"})
     dtype: str = field(default="auto", metadata={"help": "auto = bf16 on CUDA, fp32 on CPU"})
+    tf32: bool = field(default=False, metadata={"help": "CUDA, training only (GRPO, SFT): float32 matmuls on TF32 tensor cores (10-bit mantissa), for model.dtype fp32. A float32 trainer otherwise runs them on the plain float32 units, several times slower on Hopper; the colocated vLLM engine and the periodic validation share the process, so their float32 matmuls follow; evaluations in other processes (test tasks, BFCL) stay full float32. Ignored on the CPU"})
     max_seq_length: int = field(default=4096, metadata={"help": "prompt + completion tokens the model must hold"})
     enable_thinking: bool = field(default=False, metadata={"help": "render prompts with the family's thinking switch on"})
 

@@ -46,7 +46,7 @@ def sft_arguments(config: RunConfig, device: str, output_dir: str | Path, **kwar
     args = SFTConfig(
         output_dir=str(output_dir), completion_only_loss=True, report_to=[], seed=config.seed,
         disable_tqdm=not config.logging.progress_bar, **kwargs,
-        **precision_kwargs(device, config.model.dtype),
+        **precision_kwargs(device, config.model.dtype, config.model.tf32),
     )
     return one_gpu_per_process(args)
 

@@ -114,7 +114,7 @@ def grpo_args(config: RunConfig, paths: RunDir, device: str, processes: int = 1,
         logging_steps=log.logging_steps, save_strategy="steps",
         save_steps=config.checkpoint.save_steps, save_total_limit=config.checkpoint.save_total_limit,
         report_to=report_to, disable_tqdm=not log.progress_bar, log_completions=log.log_completions,
-        **grpo_loss_kwargs(config), **extra, **precision_kwargs(device, config.model.dtype),
+        **grpo_loss_kwargs(config), **extra, **precision_kwargs(device, config.model.dtype, config.model.tf32),
     )
 
 
