@@ -227,6 +227,23 @@ def test_tf32_reaches_the_trainer_on_cuda_only():
     assert load_run_config(None).model.tf32 is False
 
 
+def test_use_tf32_sets_the_matmul_flag_torch_compile_reads():
+    """The cuBLAS matmul's own flag, by the new API (the generic one left it "none" on the GPU)."""
+    import torch
+
+    from toolrl_lib.train.backend import use_tf32
+
+    matmul = torch.backends.cuda.matmul
+    before = matmul.fp32_precision
+    try:
+        matmul.fp32_precision = "ieee"
+        assert use_tf32(True, "cpu") is False and matmul.fp32_precision == "ieee"
+        assert use_tf32(False, "cuda") is False and matmul.fp32_precision == "ieee"
+        assert use_tf32(True, "cuda") is True and matmul.fp32_precision == "tf32"
+    finally:
+        matmul.fp32_precision = before
+
+
 def test_backend_choice_on_cpu():
     from toolrl_lib.train.backend import resolve_backend
 

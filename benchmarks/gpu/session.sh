@@ -205,6 +205,14 @@
 #      --set multi_turn.val_tasks=112 --set grpo.max_steps=1000" mtrlbg [.whl/gguf2] (priming on d3h2 in the run,
 #      ~45 s; TF32 matmuls in the trainer, model.tf32; both models' BFCL after GRPO, side by side), then watch
 #      calls until "ended"; here: report --archive <it> --work runs/rl_multi_turn_run5 --tag run5.
+#      Ran 2026-12-06 (H100, 1,755 s held; benchmarks/results/rl_multi_turn.md, now the main result): 156 steps in
+#      932 s (~4.7 s a step), test tasks primed 0.371 -> GRPO 0.682 (+0.311 [+0.257, +0.364]); both BFCLs side by
+#      side after GRPO were cut at 663 and 546 of 800 by the 650 s reserve (~1,000 s needed at those rates);
+#      model.tf32 was not in effect (fixed after the run: backend.use_tf32). 300 steps (~1,400 s at this speed) and
+#      both full BFCLs (~1,000 s) do not fit one 30-minute session of one GPU: on a two-GPU host the BFCLs could run
+#      on the second GPU. Next on one GPU: the group-size arm, MTRL_VARIANTS=shaped-g16-fp32-gen128-tf32 in the same
+#      chain (run 5 is its G=8 twin; one session each, each its own priming), which also measures the TF32 fix
+#      (compare metrics.csv step_time with run 5's: reuse steps 2.75 s, a round's first step 10.2 s).
 #   pmix [.whl/gguf2]  priming mixes (benchmarks/priming_mix.py; PMIX_MIXES: NAME=PARTS separated by spaces, one
 #      process each side by side; PMIX_VAL validation tasks) -> $OUT/priming_mix.{json,md}; then the run on the chosen
 #      one: MTRL_MIX=NAME=PARTS for mtrlbg (--priming-mix PARTS, and --primed-from /tmp/pmix/NAME: pmix's model, no

@@ -81,6 +81,25 @@ def precision_kwargs(device: str, dtype: str, tf32: bool = False) -> dict[str, A
     return {**flags, "tf32": True} if tf32 else flags
 
 
+def use_tf32(enabled: bool, device: str) -> bool:
+    """model.tf32: let this process's float32 matmuls use TF32 tensor cores (CUDA only; True when set).
+
+    TrainingArguments(tf32=True) sets only torch's generic ``torch.backends.fp32_precision`` on torch
+    >= 2.9; run 5 (2026-12-06) showed no speed-up under it, and torch's compiler reported TF32 off,
+    since it reads the cuBLAS matmul's own flag, which stays "none". So that flag is set here, through
+    the same (new) API: reading the legacy ``allow_tf32`` after a new-API write raises."""
+    if not enabled or device == "cpu":
+        return False
+    import torch
+
+    matmul = torch.backends.cuda.matmul
+    if hasattr(matmul, "fp32_precision"):  # torch >= 2.9
+        matmul.fp32_precision = "tf32"
+    else:
+        matmul.allow_tf32 = True
+    return True
+
+
 def one_gpu_per_process(args: Any) -> Any:
     """Outside a distributed launch the HF Trainer wraps the model in ``nn.DataParallel``
     when several GPUs are visible (TRL's SFTTrainer refuses that; GRPO would silently split

@@ -41,8 +41,9 @@ def sft_arguments(config: RunConfig, device: str, output_dir: str | Path, **kwar
     run's seed, precision for ``device``, no reporting, one GPU per process; ``kwargs`` the rest."""
     from trl import SFTConfig
 
-    from toolrl_lib.train.backend import one_gpu_per_process, precision_kwargs
+    from toolrl_lib.train.backend import one_gpu_per_process, precision_kwargs, use_tf32
 
+    use_tf32(config.model.tf32, device)
     args = SFTConfig(
         output_dir=str(output_dir), completion_only_loss=True, report_to=[], seed=config.seed,
         disable_tqdm=not config.logging.progress_bar, **kwargs,

@@ -147,10 +147,11 @@ def build_trainer(config: RunConfig, paths: RunDir, device: str, model: Any, tok
                   dataset: Any, reward_funcs: list[Any], callbacks: list[Any], processes: int = 1,
                   rollout_func: Any = None, backend: str = "peft") -> Any:
     """The GRPO trainer of a run; ``rollout_func`` replaces TRL's own sampling when given."""
-    from toolrl_lib.train.backend import ensure_logprob_kernel, one_gpu_per_process
+    from toolrl_lib.train.backend import ensure_logprob_kernel, one_gpu_per_process, use_tf32
 
     ensure_logprob_kernel()
     args = one_gpu_per_process(grpo_args(config, paths, device, processes, backend))
+    use_tf32(config.model.tf32, device)  # before the colocated engine is built: it shares the process
     kwargs = dict(model=model, reward_funcs=reward_funcs, args=args, train_dataset=dataset,
                   processing_class=tokenizer, callbacks=callbacks)
     if rollout_func is not None:
