@@ -157,3 +157,44 @@ def test_progress_refuses_an_evaluated_run(tmp_path):
     (tmp_path / "work" / "own" / "grpo.jsonl").write_text("")
     with pytest.raises(SystemExit, match="use `report`"):
         main(["progress", "--work", str(tmp_path / "work"), "--out", str(tmp_path / "out")])
+
+
+def test_a_cut_bfcl_run_is_compared_on_the_categories_both_models_finished(tmp_path):
+    """report --partial: the deadline cut both models' BFCL (run 5, 2026-12-06); the category each
+    finished whole is compared (paired, BFCL's checker), a category one model left unfinished is not,
+    and our test tasks are compared as ever."""
+    from benchmarks.gpu.rl_multi_turn_gpu import main
+    from toolrl_lib.data.bfcl import load_bfcl_entries
+    from toolrl_lib.evaluate import bfcl_results as results
+
+    work, out = tmp_path / "work", tmp_path / "out"
+    _carried_run(work)
+    info = json.loads((work / "gpu_run.json").read_text())
+    info.update(own_tasks=4, bfcl_limit=2, bfcl_settings={"limit": 2, "max_new_tokens": 128, "compact_docs": False})
+    (work / "gpu_run.json").write_text(json.dumps(info))
+    (work / "own" / "grpo.jsonl").write_text("".join(
+        json.dumps({"task_id": f"t{i}", "kind": "chain", "env": "bank", "success": i < 3}) + "\n" for i in range(4)))
+    (work / "own" / "primed.jsonl").write_text("".join(
+        json.dumps({"task_id": f"t{i}", "kind": "chain", "env": "bank", "success": i < 1}) + "\n" for i in range(4)))
+    (work / "selection.json").write_text(json.dumps({"key": "success", "scores": {"v": 0.75}, "chosen": "v"}))
+
+    def empty(entry_id: str) -> dict:  # an entry with no call in its one turn: BFCL's checker fails it
+        return {"id": entry_id, "result": [[]], "steps": 1, "generate_seconds": 0.1}
+
+    # both finished multi_turn_base (its first 2 entries, the limit); only primed finished miss_func
+    for label, done in (("primed", {"multi_turn_base": 2, "multi_turn_miss_func": 2}),
+                        ("grpo", {"multi_turn_base": 2, "multi_turn_miss_func": 1})):
+        for category, n in done.items():
+            ids = [e["id"] for e in load_bfcl_entries(category)[:n]]
+            results.append_results(results.generations_file(work / "bfcl" / label, category), [empty(i) for i in ids])
+    assert main(["report", "--work", str(work), "--out", str(out), "--partial"]) == 0
+    result = json.loads((out / "rl_multi_turn.json").read_text())
+    assert [c["metric"] for c in result["comparisons"]] == ["bfcl_multi_turn_base", "own_task_success"]
+    base, own = result["comparisons"]
+    assert (base["n"], base["diff"]) == (2, 0.0)
+    assert (own["n"], own["diff"]) == (4, 0.5)
+    assert result["partial_categories"] == {"primed": ["multi_turn_base", "multi_turn_miss_func"],
+                                            "grpo": ["multi_turn_base"]}
+    text = (out / "rl_multi_turn.md").read_text()
+    assert "covers only the categories both models finished, ['multi_turn_base']" in text
+    assert "| bfcl_multi_turn_base | 2 | 0.000 | 0.000 | +0.000 |" in text

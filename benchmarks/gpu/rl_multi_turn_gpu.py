@@ -17,7 +17,7 @@ Phases (besides carry and restore, for a run across sessions):
             95% CIs of GRPO - primed per category and on our own tasks ->
             benchmarks/results/rl_multi_turn.{md,json} (the shape of rl_single_turn.json; --tag T:
             rl_multi_turn_T.*); --partial: a model whose BFCL the deadline cut is scored on the
-            categories it finished, with no BFCL comparison
+            categories it finished, and the BFCL comparison covers the categories both finished
     progress (CPU box) a run carried to the next session before its evaluation: the primed model's
             test tasks and BFCL, each variant's validation start against its last (paired, 95% CI;
             validation only: no GRPO - primed claim) and seconds per step -> rl_multi_turn_TAG.*
@@ -491,21 +491,23 @@ def report(args: argparse.Namespace) -> int:
     missing = [label for label in PAIR if not (work / "bfcl" / label / "timing.json").is_file()]
     if missing and not args.partial:
         raise SystemExit(f"BFCL generation of {missing} is not finished: run the GPU phase again (or --partial)")
-    # a model whose BFCL generation did not finish (--partial) is scored on the categories it finished,
-    # and there is no BFCL comparison then
+    # a model whose BFCL generation did not finish (--partial) is scored on the categories it finished;
+    # the BFCL comparison then covers the categories both models finished (whole categories, never a prefix)
     partial = {label: bmt.write_complete_results(label, work / "bfcl" / label, info["bfcl_settings"].get("limit"))
                for label in missing if (work / "bfcl" / label).is_dir()}
     rows = {label: bmt.category_rows(label, work / "bfcl" / label)[0]
             if label not in missing or partial.get(label) else [] for label in PAIR}
     own = {label: {r["task_id"]: r for r in read_rows(work / "own" / f"{label}.jsonl")} for label in PAIR}
     models = {label: model_scores(rows[label], list(own[label].values())) for label in PAIR}
+    finished = {label: partial.get(label, []) if label in missing else CATEGORIES for label in PAIR}
+    compared = [c for c in CATEGORIES if all(c in finished[label] for label in PAIR)]
     comparisons = []
-    if not missing:
+    if compared:
         table = compare_dirs(work / "bfcl" / "primed", work / "bfcl" / "grpo")
         comparisons = [{"a": "primed", "b": "grpo", "metric": f"bfcl_{r['category']}", "n": int(r["n"]),
                         "diff": float(r["diff"]), "ci_low": float(r["ci_low"]), "ci_high": float(r["ci_high"]),
                         "mcnemar_p": float(r["mcnemar_p"]) if r.get("mcnemar_p") is not None else None}
-                       for _, r in table[table["category"].isin(CATEGORIES)].iterrows()]
+                       for _, r in table[table["category"].isin(compared)].iterrows()]
     ids = sorted(set(own["primed"]) & set(own["grpo"]))
     diff = paired_bootstrap([float(own["primed"][i]["success"]) for i in ids],
                             [float(own["grpo"][i]["success"]) for i in ids])
@@ -722,9 +724,11 @@ def to_markdown(result: dict[str, Any], info: dict[str, Any]) -> str:
                      f"{r['force_terminated']} | {bmt._f(r['steps_per_entry'], 2)} |")
     if result["incomplete"]:
         scored = result.get("partial_categories") or {}
+        compared = [c["metric"].removeprefix("bfcl_") for c in result["comparisons"] if c["metric"].startswith("bfcl_")]
         lines += ["", f"**Incomplete**: BFCL generation of {result['incomplete']} did not finish in the call, so "
-                  "there is no BFCL comparison" + (f"; the categories each finished are scored alone: "
-                                                   f"{json.dumps(scored)}" if scored else "") + "."]
+                  + (f"the BFCL comparison covers only the categories both models finished, {compared}"
+                     if compared else "there is no BFCL comparison")
+                  + (f"; the categories each finished are scored: {json.dumps(scored)}" if scored else "") + "."]
     lines += variant_table(result)
     lines += ["", "Validation of the selected variant (our val split; success is episode success, per kind too):", "", "```",
               result["selection"]["validation_csv"].strip(), "```", "",
