@@ -70,7 +70,8 @@ def resolve_backend(backend: str, device: str, processes: int = 1, lora: bool = 
 
 def precision_kwargs(device: str, dtype: str, tf32: bool = False) -> dict[str, Any]:
     """TrainingArguments precision flags: fp32 on CPU; bf16 autocast on capable GPUs; ``tf32``
-    (model.tf32) lets a GPU's float32 matmuls use TF32 tensor cores (the Trainer sets torch's flag)."""
+    (model.tf32) is recorded in the Trainer's arguments, whose own switch sets only torch's generic
+    flag: ``use_tf32`` sets the one the matmuls read."""
     if device == "cpu":
         return {"use_cpu": True, "bf16": False, "fp16": False}
     import torch
