@@ -109,6 +109,32 @@ def test_final_reserve_ends_grpo_and_evaluates_in_the_same_call(tmp_path, tiny_m
     assert json.loads((work / "keep" / "gpu_run.json").read_text())["calls"][-1]["done"] is True
 
 
+def test_continue_later_pauses_grpo_for_the_primed_bfcl_and_a_later_call_finishes_it(tmp_path, tiny_model_dir):
+    """--continue-later: GRPO short of max_steps at the final reserve is paused, not ended (nothing
+    selected, the GRPO model untouched); the reserve goes to the primed model's test tasks and BFCL
+    (after training). A later call without the flag resumes GRPO from its checkpoint, then selects and
+    evaluates the GRPO model; the primed model's results are kept, not redone."""
+    work, out = tmp_path / "work", tmp_path / "out"
+    run = ["run", "--work", str(work), "--out", str(out), "--device", "cpu", "--tiny", str(tiny_model_dir),
+           "--own-tasks", "2", "--bfcl-limit", "1", "--bfcl-max-new-tokens", "4", "--bfcl-max-live", "4",
+           "--stagger-s", "1", "--variants", "shaped-g8", "--set", "grpo.max_steps=100000",
+           "--budget-s", "330", "--final-reserve-s", "150", "--stop-margin-s", "90", "--primed-bfcl", "after"]
+    first = _script(*run, "--continue-later")
+    assert "GRPO paused at steps" in first.stdout and "selected on validation" not in first.stdout, first.stdout[-2000:]
+    state = json.loads((work / "keep" / "gpu_run.json").read_text())
+    paused_at = state["grpo_paused_at"][0]["shaped-g8"]
+    assert paused_at >= 1 and "grpo_stopped_by_time" not in state and set(state["own"]) == {"primed"}
+    assert state["timings"]["primed_bfcl_start_s"] >= state["timings"]["train_end_s"]
+    assert (work / "keep" / "bfcl" / "primed" / "timing.json").is_file()
+    assert not (work / "keep" / "bfcl" / "grpo").exists() and not (work / "keep" / "selection.json").exists()
+    assert state["calls"][-1]["done"] is False
+    second = _script(*run)
+    assert "own test tasks, primed" not in second.stdout and "selected on validation success: shaped-g8" in second.stdout
+    state = json.loads((work / "keep" / "gpu_run.json").read_text())
+    assert state["grpo_stopped_by_time"]["shaped-g8"] > paused_at
+    assert set(state["own"]) == {"primed", "grpo"} and state["calls"][-1]["done"] is True
+
+
 def test_a_primed_bfcl_that_failed_beside_grpo_runs_in_the_final_phase(tmp_path, tiny_model_dir, monkeypatch):
     """The primed model's BFCL engine could not start beside the trainer (an H100, 2026-12-05: 8 of 79 GiB
     free): the same call generates it after GRPO, beside the GRPO model's, and ends done."""

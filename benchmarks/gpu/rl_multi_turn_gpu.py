@@ -1,6 +1,7 @@
 """Issue 20: multi-turn GRPO in our environments, then primed vs GRPO on held-out tasks and BFCL.
 
-Phases (besides carry and restore, for a run across sessions):
+Phases (besides carry and restore, for a run across sessions; ``run --continue-later`` pauses an
+unfinished GRPO at the final reserve instead of ending it, so a later session resumes it):
 
     run     (GPU; resumable: repeat the same command on the warm host until it says "done") prime the
             embedded model on gold episodes once, then the GRPO variants (--variants: reward shaping,
@@ -334,13 +335,21 @@ def run(args: argparse.Namespace) -> int:
     state["timings"]["train_end_s"] = round(time.time() - t0, 1)  # into this call
     training_over.set()
     finished = all(time_limit.worker_state(work / "runs" / v).get("finished") for v in args.variants)
-    if not finished and args.final_reserve_s and "grpo_stopped_by_time" not in state:
+    # --continue-later: an unfinished GRPO is paused, not ended; it resumes in a later session (carry, restore),
+    # so nothing is selected now and the reserve serves the primed model's test tasks and BFCL
+    paused = bool(args.continue_later and not finished)
+    if paused:
+        state.setdefault("grpo_paused_at", []).append(
+            {v: time_limit.worker_state(work / "runs" / v).get("step") for v in args.variants})
+        log(f"GRPO paused at steps {json.dumps(state['grpo_paused_at'][-1])}: it goes on in a later session")
+    if not finished and not paused and args.final_reserve_s and "grpo_stopped_by_time" not in state:
         state["grpo_stopped_by_time"] = {v: time_limit.worker_state(work / "runs" / v).get("step") for v in args.variants}
         log(f"GRPO stopped by --final-reserve-s at steps {json.dumps(state['grpo_stopped_by_time'])}")
     scored = any(math.isfinite(v) for v in select_variant(work, args.variants)["scores"].values())
-    if not scored and (finished or args.final_reserve_s):
+    ends = finished or (args.final_reserve_s and not paused)
+    if not scored and ends:
         log("no variant reached a validation score (see keep/grpo-*.log): nothing to select or evaluate")
-    elif (finished or args.final_reserve_s) and not (keep / "selection.json").is_file():
+    elif ends and not (keep / "selection.json").is_file():
         selection = select_variant(work, args.variants)
         (keep / "selection.json").write_text(json.dumps(selection, indent=2))
         log(f"selected on validation success: {selection['chosen']} ({json.dumps(selection['scores'])})")
@@ -818,6 +827,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="end GRPO this many seconds before the budget (checkpoints kept) and go on to the "
                         "selection, our test tasks and the GRPO model's BFCL in the same call, whatever "
                         "max_steps says")
+    r.add_argument("--continue-later", action="store_true",
+                   help="with --final-reserve-s: GRPO that has not reached max_steps by then is paused, not ended "
+                        "(no selection): the reserve goes to the primed model's test tasks and BFCL, and the run "
+                        "goes on in a later session (carry, restore, then run without this flag)")
     r.add_argument("--stop-margin-s", type=float, default=150,
                    help="variants stop this long before the budget (checkpoint, final validation, own tasks)")
     w = sub.add_parser("worker", help="(internal) one GRPO variant")

@@ -213,6 +213,14 @@
 #      on the second GPU. Next on one GPU: the group-size arm, MTRL_VARIANTS=shaped-g16-fp32-gen128-tf32 in the same
 #      chain (run 5 is its G=8 twin; one session each, each its own priming), which also measures the TF32 fix
 #      (compare metrics.csv step_time with run 5's: reuse steps 2.75 s, a round's first step 10.2 s).
+#      Run 6 (the G=16 arm at 300 steps over two sessions; this session's checkout kept .whl/ and runs/, earlier
+#      ones did not): `1` alone (L), then in one batch vllm1, vllm2, MTRL_MIX=d3h2=default*3,hard*2
+#      MTRL_BUDGET=anchor:<L - 200> MTRL_VARIANTS=shaped-g16-fp32-gen128-tf32 MTRL_ARGS="--primed-bfcl after
+#      --continue-later --final-reserve-s 380 --stop-margin-s 60 --own-tasks 280 --set multi_turn.val_tasks=112
+#      --set grpo.max_steps=300" mtrlbg [.whl/gguf2], watch x3, then mtrlcarry CARRY_CALL=1, 2, 3 (GRPO short of 300
+#      is paused, not ended: the reserve goes to the primed model's BFCL alone). Here: carry stage <parts + archive>
+#      --to .whl; next session: 1, vllm1, vllm2, stage x N, mtrlrestore (no --extend), then mtrlbg with the same
+#      MTRL_MIX/VARIANTS and MTRL_ARGS less --continue-later (GRPO to 300, selection, test tasks, the GRPO model's BFCL).
 #   pmix [.whl/gguf2]  priming mixes (benchmarks/priming_mix.py; PMIX_MIXES: NAME=PARTS separated by spaces, one
 #      process each side by side; PMIX_VAL validation tasks) -> $OUT/priming_mix.{json,md}; then the run on the chosen
 #      one: MTRL_MIX=NAME=PARTS for mtrlbg (--priming-mix PARTS, and --primed-from /tmp/pmix/NAME: pmix's model, no
