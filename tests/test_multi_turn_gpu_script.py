@@ -200,7 +200,7 @@ def test_carry_and_restore_on_a_fresh_host_extends_the_run(tmp_path, tiny_model_
 
 
 def test_a_run_carried_before_any_evaluation_is_evaluated_in_the_next_session(tmp_path, tiny_model_dir):
-    """The next session's chain for an H100 (session.sh's header): the mix chosen by ``priming_mix`` is
+    """The next session's chain for an H100 (benchmarks/gpu/SESSIONS.md): the mix chosen by ``priming_mix`` is
     adopted (no second priming); GRPO trains to the call's end with no final reserve (nothing selected or
     evaluated, the primed model's test tasks and BFCL beside it); ``carry``, then on a fresh host
     ``restore`` without --extend and a run with a final reserve: GRPO goes on from the checkpoint, then
