@@ -39,6 +39,13 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
     The trainer's decoder layers compiled once for all layers (``compiled_layers.py``): fused
     kernels where the H200 step is bound by launching ~5,000 small ones. Same numbers (tested);
     not yet measured on a GPU (``benchmarks/gpu/grpo_throughput.py``, ``*_compiled`` variants).
+``trim_padding: true``
+    Every log-prob forward of the trainer cut to its rows' own length (``trim_padding.py``):
+    rows in length order, each chunk without the round's common left and right padding, and
+    (dapo, grpo, dr_grpo) each optimizer step's rows sorted by length before TRL splits them
+    into micro-batches. Same log-probs and gradient up to float rounding (tested against
+    TRL's); for multi-turn episodes, whose rows are mostly padding of the round's longest.
+    Not yet measured on a GPU (the ``*-trim`` variant of ``benchmarks/gpu/rl_multi_turn_gpu.py``).
 ``skip_zero_advantage: true`` (the default)
     A micro-batch whose advantages are all zero skips its forward and backward with exact zero
     gradients (``zero_advantage.py``): notebook 06 175 -> 113 s, 4.03 -> 1.79 GiB
@@ -127,6 +134,13 @@ def install(
         method = install_lora_inputs(trainer)
         done.append(f"GRPOTrainer.{method}: LoRA branches read bf16 activations, no float32 copy "
                     f"(fast.bf16_lora_inputs)")
+    if f.trim_padding:  # before compile_layers: each cut chunk then runs inside its hook
+        from toolrl_lib.fast.trim_padding import install as install_trim_padding
+
+        hooked = install_trim_padding(trainer, config.grpo.loss_type)
+        done.append("GRPOTrainer." + " and ".join(hooked) + ": log-prob forwards cut to each chunk's own length"
+                    + (", each optimizer step's rows in length order" if len(hooked) > 1 else "")
+                    + " (fast.trim_padding)")
     if f.compile_layers:  # last: its hook is the outermost, so every log-prob forward traces inside it
         from toolrl_lib.fast.compiled_layers import install as install_compiled_layers
 

@@ -241,6 +241,7 @@ class FastSection:
     group_batches: bool = field(default=False, metadata={"help": "Each rollout round shuffled by whole groups instead of rows (toolrl_lib/fast/group_batches.py), so that a micro-batch holds per_device_train_batch_size / num_generations whole groups and fast.shared_prompt can share their prompts; the rows, advantages and losses are unchanged, only which completions share an optimizer step"})
     bf16_lora_inputs: bool = field(default=False, metadata={"help": "bf16 runs: the LoRA branches of the loss forwards read the bf16 activations as they are instead of a float32 copy that autocast casts straight back (PEFT's disable_input_dtype_casting; toolrl_lib/fast/lora_inputs.py): the same numbers, two activation copies fewer per adapted projection"})
     compile_layers: bool = field(default=False, metadata={"help": "GPU: the trainer's decoder layers compiled once for all layers (regional torch.compile, toolrl_lib/fast/compiled_layers.py): fewer, fused kernels in the loss forwards and backwards, where a small model's step is bound by kernel launches; same numbers up to float rounding, a start-up cost per graph. Needs vLLM for rollouts and validation (transformers' generate would recompile per layer) and the peft backend"})
+    trim_padding: bool = field(default=False, metadata={"help": "Every log-prob forward of the trainer cut to its rows' own length (toolrl_lib/fast/trim_padding.py): rows in length order, chunks without the round's common padding, and (dapo, grpo, dr_grpo) each optimizer step's rows sorted by length before they are split into micro-batches; the same log-probs and gradient up to float rounding, far fewer tokens where lengths vary (multi-turn episodes). Peft backend, not rlsd, not with fast.shared_prompt"})
     skip_zero_advantage: bool = field(default=True, metadata={"help": "A micro-batch whose completions all have advantage 0 skips the model's forward and backward (toolrl_lib/fast/zero_advantage.py): its loss and gradient are exactly 0 either way"})
     loss_mmap_threshold: int = field(default=0, metadata={"help": "CPU (glibc): while the loss runs forward and back, blocks of at least this many bytes get their own mapping and go back to the OS when freed (toolrl_lib/fast/loss_memory.py); 0 = the allocator's default. The smoke profile's 1 MiB: 4 GRPO steps peaked at 3.42 instead of 3.97 GiB for 7% more step time (benchmarks/results/grpo_memory.md)"})
     priming_mmap_threshold: int = field(default=0, metadata={"help": "CPU (glibc): while priming trains, blocks of at least this many bytes get their own mapping and go back to the OS when freed (toolrl_lib.fast.memory.set_mmap_threshold; as loss_mmap_threshold); 0 = the allocator's default"})
@@ -565,6 +566,10 @@ def _fast_rules(c: RunConfig, rule: Rule) -> None:
     rule(not f.shared_prompt or (c.backend != "unsloth" and g.loss_type != "rlsd"),
          "fast.shared_prompt", f.shared_prompt, "runs the model's own forward on shared keys/values: "
          "needs the peft backend (not unsloth) and a loss other than rlsd")
+    rule(not f.trim_padding or (c.backend != "unsloth" and g.loss_type != "rlsd" and not f.shared_prompt),
+         "fast.trim_padding", f.trim_padding, "cuts TRL's log-prob forwards to each chunk's own columns: needs "
+         "the peft backend (not unsloth), a loss other than rlsd, and fast.shared_prompt off (it replaces the "
+         "same forward)")
     rule(not f.group_batches or g.per_device_train_batch_size % g.num_generations == 0,
          "fast.group_batches", f.group_batches, f"puts whole groups in each micro-batch: needs "
          f"grpo.per_device_train_batch_size ({g.per_device_train_batch_size}) to be a multiple of "
