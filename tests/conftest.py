@@ -71,3 +71,20 @@ def embedded_model_dir() -> Path:
     from toolrl_lib.models import prepare_embedded_model
 
     return prepare_embedded_model()
+
+
+@pytest.fixture()
+def fused_model():
+    """A tiny random model with TRL's fused log-prob head (temperature 0.7), as GRPO's loss runs it:
+    the reference for the ``fast`` forwards that replace TRL's (shared prompts, trimmed padding)."""
+    from trl import GRPOTrainer  # noqa: F401  (TRL's module sets up its kernels on import)
+    from trl.trainer.utils import add_fused_lm_head
+
+    from toolrl_lib.fast.cpu_logprob import install_cpu_logprob_fallback
+    from toolrl_lib.models import make_tiny_model
+
+    install_cpu_logprob_fallback()
+    model, _ = make_tiny_model(seed=2)
+    add_fused_lm_head(model, temperature=0.7, outputs=("log_probs", "entropy"))
+    return model
+

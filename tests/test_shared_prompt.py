@@ -18,19 +18,6 @@ from toolrl_lib.fast.shared_prompt import (
 from toolrl_lib.models import make_tiny_model
 
 
-@pytest.fixture()
-def fused_model():
-    from trl import GRPOTrainer  # noqa: F401  (TRL's module sets up its kernels on import)
-    from trl.trainer.utils import add_fused_lm_head
-
-    from toolrl_lib.fast.cpu_logprob import install_cpu_logprob_fallback
-
-    install_cpu_logprob_fallback()
-    model, _ = make_tiny_model(seed=2)
-    add_fused_lm_head(model, temperature=0.7, outputs=("log_probs", "entropy"))
-    return model
-
-
 def _batch():
     """4 rows: prompts A, B, A, A (left-padded), completions right-padded to 5."""
     pad = 0

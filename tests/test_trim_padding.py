@@ -12,19 +12,6 @@ from toolrl_lib.fast.trim_padding import install, row_spans, sort_steps, trimmed
 from toolrl_lib.models import make_tiny_model
 
 
-@pytest.fixture()
-def fused_model():
-    from trl import GRPOTrainer  # noqa: F401  (TRL's module sets up its kernels on import)
-    from trl.trainer.utils import add_fused_lm_head
-
-    from toolrl_lib.fast.cpu_logprob import install_cpu_logprob_fallback
-
-    install_cpu_logprob_fallback()
-    model, _ = make_tiny_model(seed=3)
-    add_fused_lm_head(model, temperature=0.9, outputs=("log_probs", "entropy"))
-    return model
-
-
 def _round():
     """6 rows as TRL pads a round: prompts of 2-7 tokens on the left, completions of 1-6 on the right."""
     pad = 0
