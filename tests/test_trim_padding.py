@@ -142,3 +142,24 @@ def test_grpo_with_trim_padding_trains_the_same_adapter(tmp_path):
     ma, mb = pd.read_csv(runs["false"] / "metrics.csv"), pd.read_csv(runs["true"] / "metrics.csv")
     assert ma["reward"].dropna().tolist() == pytest.approx(mb["reward"].dropna().tolist(), abs=1e-6)
     assert ma["loss"].tolist() == pytest.approx(mb["loss"].tolist(), abs=1e-4)
+
+
+def test_doctests_of_the_module_and_its_token_benchmark():
+    import doctest
+
+    from benchmarks import trim_padding_tokens
+    from toolrl_lib.fast import trim_padding
+
+    for module in (trim_padding, trim_padding_tokens):
+        assert doctest.testmod(module).failed == 0, module.__name__
+
+
+def test_token_benchmark_counts_fewer_positions_on_gold_episodes(embedded_model_dir, tmp_path):
+    import json
+
+    from benchmarks.trim_padding_tokens import main
+
+    assert main(["--tasks", "28", "--rounds", "3", "--groups", "8", "--out", str(tmp_path)]) == 0
+    (row,) = json.loads((tmp_path / "trim_padding_tokens.json").read_text())["rows"]
+    assert row["source"] == "gold" and row["real_positions"] < row["trimmed_positions"] < row["trl_positions"]
+    assert "| gold | 8 |" in (tmp_path / "trim_padding_tokens.md").read_text()

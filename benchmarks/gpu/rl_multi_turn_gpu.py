@@ -91,8 +91,9 @@ VARIANTS: dict[str, list[str]] = {
     "shaped-g16-fp32-gen128-tf32": [*FP32, "grpo.generation_batch_size=128", "model.tf32=true",
                                     "grpo.num_generations=16"],
     # the same recipes with the trainer's log-prob forwards cut to their rows' length (fast.trim_padding):
-    # run 6's micro-batches ran ~2,000 columns wide (the widest prompt and episode of the round) for rows of ~1,000 tokens; same
-    # gradient up to float rounding, so its twin's curve is the comparison. Not yet run on a GPU
+    # TRL runs every forward at the round's widest prompt plus episode: ~40% of the positions are padding, 1.4x
+    # more than cut (benchmarks/results/trim_padding_tokens.md); the same gradient up to float rounding, so its
+    # twin's curve is the comparison. Not yet run on a GPU
     "shaped-g8-fp32-gen128-tf32-trim": [*FP32, "grpo.generation_batch_size=128", "model.tf32=true",
                                         "fast.trim_padding=true"],
     "shaped-g16-fp32-gen128-tf32-trim": [*FP32, "grpo.generation_batch_size=128", "model.tf32=true",

@@ -44,8 +44,9 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
     rows in length order, each chunk without the round's common left and right padding, and
     (dapo, grpo, dr_grpo) each optimizer step's rows sorted by length before TRL splits them
     into micro-batches. Same log-probs and gradient up to float rounding (tested against
-    TRL's); for multi-turn episodes, whose rows are mostly padding of the round's longest.
-    Not yet measured on a GPU (the ``*-trim`` variant of ``benchmarks/gpu/rl_multi_turn_gpu.py``).
+    TRL's). Issue 39's rounds: 1.4x fewer token positions in the trainer's forwards, padding
+    ~40% -> ~13% (``benchmarks/results/trim_padding_tokens.md``, counted on CPU); GPU seconds not
+    yet measured (the ``*-trim`` variants of ``benchmarks/gpu/rl_multi_turn_gpu.py``).
 ``skip_zero_advantage: true`` (the default)
     A micro-batch whose advantages are all zero skips its forward and backward with exact zero
     gradients (``zero_advantage.py``): notebook 06 175 -> 113 s, 4.03 -> 1.79 GiB

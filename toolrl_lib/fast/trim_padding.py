@@ -3,9 +3,10 @@
 TRL pads a round's prompts on the left and its completions on the right to the round's longest,
 and every micro-batch of the loss, and every chunk of the round's log-prob pass, runs at that
 width. Multi-turn episodes vary a lot (a prompt with distractor tools ~1,460 tokens, another
-~400; an episode 100 to 1,000), so much of a micro-batch can be padding: run 6's rows held ~1,000
-tokens (prompt and episode) of a round ~2,000 columns wide (``benchmarks/results/rl_multi_turn_run6.md``,
-its metrics: ~1,025 tokens an episode, prompts up to ~1,460, the longest episode of a round ~300-600).
+~400; an episode 100 to 1,000), so much of a micro-batch is padding: in issue 39's rounds ~40% of
+the positions the trainer's forwards hold, ~13% once cut (1.4x fewer;
+``benchmarks/trim_padding_tokens.py``, counted on CPU over the config's task prompts and run 6's
+episode lengths).
 
 Two changes, both exact up to float rounding:
 
