@@ -222,3 +222,78 @@ def test_max_live_refills_finished_episodes(tmp_path, tiny_model_dir):
     assert max(model.batches) == 2 and model.batches[-1] == 1
     rows = results.read_results(generations_file(tmp_path, "multi_turn_base"))
     assert sorted(r["id"] for r in rows) == sorted(e["id"] for e in entries) and all(r["n_refused"] == 0 for r in rows)
+
+
+def test_a_token_budget_admits_only_what_fits_and_changes_no_reply(tmp_path, tiny_model_dir):
+    """max_live_tokens: a queued episode joins only while the live transcripts fit the budget (the
+    first always joins); "kv" reads the engine's capacity; the generations are those of an
+    unlimited run, entry for entry."""
+    entries = load_bfcl_entries("multi_turn_base")[:3]
+    tokenizer = _tokenizer(tiny_model_dir)
+
+    def run(folder, settings, kv_tokens=None):
+        model = ScriptedModel(entries)
+        loaded = LoadedModel(tokenizer, model.complete, "scripted", kv_tokens=kv_tokens)
+        assert generate_multi_turn_pending(loaded, folder, ["multi_turn_base"], "hermes", 3, settings) == 3
+        rows = {r["id"]: r for r in results.read_results(generations_file(folder, "multi_turn_base"))}
+        return model.batches, {i: (r["result"], r["raw"]) for i, r in rows.items()}
+
+    free_batches, free = run(tmp_path / "free", MultiTurnSettings(window=0))
+    one_batches, one = run(tmp_path / "one", MultiTurnSettings(window=0, max_live_tokens="kv"), kv_tokens=1)
+    assert max(free_batches) == 3 and max(one_batches) == 1 and one == free
+    roomy_batches, roomy = run(tmp_path / "roomy", MultiTurnSettings(window=0, max_live_tokens=10**7))
+    assert roomy_batches == free_batches and roomy == free
+    unknown_batches, _ = run(tmp_path / "unknown", MultiTurnSettings(window=0, max_live_tokens="kv"))
+    assert unknown_batches == free_batches  # no capacity known: no limit
+    with pytest.raises(ValueError, match="max_live_tokens"):
+        run(tmp_path / "bad", MultiTurnSettings(window=0, max_live_tokens=0))
+
+
+def test_a_budget_between_one_and_all_episodes_runs_some_together(tmp_path, tiny_model_dir):
+    from toolrl_lib.evaluate.bfcl_multi_turn.runner import new_episode, prompt_for
+
+    entries = load_bfcl_entries("multi_turn_base")[:3]
+    tokenizer = _tokenizer(tiny_model_dir)
+    with EnvPool() as pool:
+        first = [len(tokenizer(prompt_for(new_episode(e, "multi_turn_base", pool, False), HERMES, tokenizer),
+                               add_special_tokens=False)["input_ids"]) for e in entries]
+    budget = first[0] + first[1] + 2 * 128  # the first two fit, the third waits
+    model = ScriptedModel(entries)
+    loaded = LoadedModel(tokenizer, model.complete, "scripted")
+    settings = MultiTurnSettings(window=0, max_live_tokens=budget)
+    assert generate_multi_turn_pending(loaded, tmp_path, ["multi_turn_base"], "hermes", 3, settings) == 3
+    assert model.batches[0] == 2 and max(model.batches) <= 2
+
+
+def test_kv_bytes_per_token_and_the_cli_budget_flag(embedded_model_dir):
+    import argparse
+    import doctest
+
+    from toolrl_lib.commands.eval import _live_tokens
+    from toolrl_lib.evaluate import backends
+
+    assert doctest.testmod(backends).failed == 0
+    assert backends.kv_bytes_per_token(str(embedded_model_dir), "fp32") == 46080  # 2 x 30 x 3 x 64 x 4
+    assert _live_tokens("kv") == "kv" and _live_tokens("370000") == 370000
+    for bad in ("0", "-5", "lots"):
+        with pytest.raises(argparse.ArgumentTypeError, match="positive number of tokens or 'kv'"):
+            _live_tokens(bad)
+
+
+def test_the_gpu_scripts_pass_the_live_token_budget_to_the_cli(tmp_path):
+    """benchmarks/gpu/bfcl_multi_turn's generation command (which rl_multi_turn_gpu builds its BFCL
+    settings for) carries --max-live-tokens to ``toolrl eval bfcl``, whose parser takes it."""
+    import argparse
+
+    from benchmarks.gpu import bfcl_multi_turn
+    from benchmarks.gpu.rl_multi_turn_gpu import bfcl_settings
+    from toolrl_lib.cli import build_parser
+
+    run_args = argparse.Namespace(bfcl_batch_size=256, bfcl_max_new_tokens=128, bfcl_limit=2, bfcl_compact_docs=False,
+                                  bfcl_max_live=200, bfcl_max_live_tokens="kv")
+    command = bfcl_multi_turn.generate_command("primed", "/m", tmp_path, bfcl_settings(run_args, "hermes", "fp32"))
+    assert command[command.index("--multi-turn-max-live-tokens") + 1] == "kv"
+    parsed = build_parser().parse_args(command[command.index("eval"):])
+    assert parsed.multi_turn_max_live_tokens == "kv" and parsed.multi_turn_max_live == 200
+    plain = bfcl_settings(argparse.Namespace(**{**vars(run_args), "bfcl_max_live_tokens": None}), "hermes", "fp32")
+    assert "--multi-turn-max-live-tokens" not in bfcl_multi_turn.generate_command("primed", "/m", tmp_path, plain)

@@ -47,6 +47,8 @@ def generate_command(label: str, model: str, work: Path, args: argparse.Namespac
         cmd += ["--compact-docs"]
     if args.max_live:
         cmd += ["--multi-turn-max-live", str(args.max_live)]
+    if getattr(args, "max_live_tokens", None):
+        cmd += ["--multi-turn-max-live-tokens", str(args.max_live_tokens)]
     return cmd
 
 
@@ -263,6 +265,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="episodes in flight per model, refilled as they finish (0: all at once); on a "
                              "GPU each holds a device cache slot of window x 23 KB (SmolLM2-135M, bf16): "
                              "200 x 8k = 38 GB per model")
+    parser.add_argument("--max-live-tokens", default=None, metavar="N|kv",
+                        help="admit an episode only while the live transcripts fit N tokens (kv: the engine's "
+                             "fixed KV cache): beyond it vLLM evicts transcripts and pre-fills them again every step")
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--deadline-s", type=float, default=540, help="generate: kill what still runs after this")

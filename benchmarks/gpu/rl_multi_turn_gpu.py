@@ -115,7 +115,8 @@ def bfcl_settings(args: argparse.Namespace, family: str, dtype: str) -> argparse
     return argparse.Namespace(family=family, categories=CATEGORIES, batch_size=args.bfcl_batch_size,
                               backend="auto", dtype=dtype, max_new_tokens=args.bfcl_max_new_tokens,
                               limit=args.bfcl_limit, max_batch_tokens=2**20, window=None,
-                              compact_docs=args.bfcl_compact_docs, max_live=args.bfcl_max_live, pack=None)
+                              compact_docs=args.bfcl_compact_docs, max_live=args.bfcl_max_live,
+                              max_live_tokens=args.bfcl_max_live_tokens, pack=None)
 
 
 def generate(models: list[tuple[str, str]], folder: Path, settings: argparse.Namespace, deadline: float) -> None:
@@ -810,6 +811,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--bfcl-max-new-tokens", type=int, default=128, help="step budget (issue 19's)")
     r.add_argument("--bfcl-batch-size", type=int, default=256)
     r.add_argument("--bfcl-max-live", type=int, default=200, help="episodes in flight per model")
+    r.add_argument("--bfcl-max-live-tokens", default=None, metavar="N|kv",
+                   help="BFCL: admit an episode only while the live transcripts fit N tokens (kv: the engine's "
+                        "KV cache); default: --bfcl-max-live alone decides")
     r.add_argument("--bfcl-compact-docs", action="store_true")
     r.add_argument("--bfcl-dtype", default="fp32", choices=["bf16", "fp32"],
                    help="both models' BFCL engines and the GRPO model's merge: fp32 keeps the whole LoRA update (a "

@@ -21,6 +21,7 @@
 # Issue 38, the learning experiment at scale (rl_at_scale.py): 38, 38bg (RAS_BUDGET), 38carry, 38restore
 # Issue 37, fast rollouts: tp (STP, TP_ARGS) GRPO throughput, tpprof (PROF_STEPS, PROF_VARIANT) the step's
 #   profile, tp8b (after 2 and 3) Qwen3-8B shapes, bfclv BFCL single-turn generation vLLM vs ours
+#   bfclkv  BFCL multi-turn generation, live episodes by count vs by the KV cache (BKV_CATS, BKV_LIMIT, BKV_GIB)
 # Earlier issues: 4, 5, train, 6 (issue 7's RL phases), 7 (GRPO throughput), 8 (multi-GPU), 9 (merged
 #   rollouts at 8B shapes), fit and colabfit (the full and colab profiles' fit), 18 and 18b (issue 18),
 #   mt (issue 19: BFCL multi-turn of base and primed)
@@ -191,6 +192,16 @@ case "${1:?step}" in
      python3 -m benchmarks.gpu.full_profile_fit --config configs/qwen3_1p7b_colab.yaml --shapes qwen3-1.7b \
        --memory-cap-gb 15 --merge --label colab_profile_fit --max-steps 3 --out "$OUT" \
        --time-budget-s "${SCOLAB:-230}" 2>&1 | tail -24 ;;
+  bfclkv) # issues 37/39: BFCL multi-turn generation of one model, live episodes by count (200) against a live set
+     # sized to the engine's fixed KV cache (--max-live-tokens kv), one after the other -> $OUT/bfcl_kv.tar.gz
+     for mode in count kv; do
+       extra=(); [ "$mode" = kv ] && extra=(--max-live-tokens kv)
+       TOOLRL_VLLM_KV_CACHE_GIB=${BKV_GIB:-16} python3 -m benchmarks.gpu.bfcl_multi_turn generate \
+         --model "primed=${BKV_MODEL:-/tmp/mtrl/primed_model}" --work "/tmp/bkv/$mode" --categories "${BKV_CATS:-multi_turn_base}" \
+         --limit "${BKV_LIMIT:-100}" --dtype fp32 --deadline-s "${SBKV:-240}" "${extra[@]}" 2>&1 | tail -2
+       cat "/tmp/bkv/$mode/primed/timing.json" 2>/dev/null; echo
+     done
+     pack bfcl_kv -C /tmp bkv ;;
   tp8b) # issue 37: TRL's vLLM colocate at Qwen3-8B shapes against today's default (Unsloth + merged-weight rollouts)
      # in one run (after 1, 2, 3, vllm1, vllm2; ~1 min to build and save the random model, then ~2-3 min a job)
      python3 -m benchmarks.grpo_throughput --prepare-model > /tmp/tp8b-prepare.log 2>&1

@@ -8,6 +8,15 @@ from pathlib import Path
 from typing import Any
 
 
+def _live_tokens(text: str) -> int | str:
+    """``--multi-turn-max-live-tokens``: a positive number of tokens or ``kv``."""
+    if text == "kv":
+        return text
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected a positive number of tokens or 'kv', got {text!r}")
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("eval", help="evaluate models (BFCL v4 official scorer, mean@k)")
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -36,6 +45,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="multi-turn: shorter function docs for small-window models (a deviation from BFCL)")
     bfcl.add_argument("--multi-turn-max-live", type=int,
                       help="multi-turn: episodes in flight at once, refilled as they finish (default: all)")
+    bfcl.add_argument("--multi-turn-max-live-tokens", type=_live_tokens, default=None, metavar="N|kv",
+                      help="multi-turn: admit a queued episode only while the live transcripts fit N tokens "
+                           "(kv: the vLLM engine's fixed KV cache, $TOOLRL_VLLM_KV_CACHE_GIB; default: no limit)")
     bfcl.add_argument("--multi-turn-step-limit", type=int, default=20,
                       help="multi-turn: steps per turn before force-termination (BFCL: 20; fewer is a deviation)")
     bfcl.set_defaults(handler=_bfcl)
@@ -148,7 +160,8 @@ def _bfcl(args: argparse.Namespace) -> int:
         raise ValueError(f"--multi-turn-step-limit must be >= 1, got {args.multi_turn_step_limit}")
     multi_turn = MultiTurnSettings(max_new_tokens=args.multi_turn_max_new_tokens, window=args.window,
                                    compact=args.compact_docs, step_limit=args.multi_turn_step_limit,
-                                   max_live=args.multi_turn_max_live)
+                                   max_live=args.multi_turn_max_live,
+                                   max_live_tokens=args.multi_turn_max_live_tokens)
     name = bfcl_model_name(args.label or Path(args.model).name or args.model)
     out = resolve(args.out) if args.out else resolve(Path("runs/bfcl") / name)
     run = evaluate_bfcl(

@@ -61,6 +61,7 @@ class LoadedModel:
     complete: Generator
     backend: str
     model: Any = None  # the transformers model behind ``complete`` (hf backend; None otherwise)
+    kv_tokens: int | None = None  # token positions its KV cache holds, where known (vLLM, fixed cache)
 
 
 def load_for_eval(
@@ -80,7 +81,9 @@ def load_for_eval(
     path = model if base else resolve_model(model)
     tokenizer = eval_tokenizer(model)
     if backend == "vllm" and not base:
-        return LoadedModel(tokenizer, _vllm_generator(path, tokenizer, max_new_tokens, dtype), "vllm")
+        kv_bytes = vllm_kv_cache_bytes()
+        return LoadedModel(tokenizer, _vllm_generator(path, tokenizer, max_new_tokens, dtype), "vllm",
+                           kv_tokens=kv_bytes // kv_bytes_per_token(path, dtype) if kv_bytes else None)
     from toolrl_lib.generation import generate
 
     hf_model = _hf_model(path, base, dtype)
@@ -227,6 +230,33 @@ def vllm_memory_share() -> float:
     if not 0 < share <= 1:
         raise ValueError(f"${VLLM_MEMORY_ENV}={text!r}: expected a share of GPU memory in (0, 1]")
     return share
+
+
+def kv_bytes_per_token(path: str, dtype: str = "auto") -> int:
+    """Bytes of key/value cache one token takes in a decoder loaded from ``path`` in ``dtype``
+    (``auto``: the folder's): 2 x layers x key/value heads x head size x bytes per value. The
+    embedded SmolLM2-135M: 2 x 30 x 3 x 64 x 4 = 46,080 in float32.
+
+    >>> import json, tempfile, pathlib
+    >>> folder = tempfile.mkdtemp()
+    >>> config = {"model_type": "llama", "num_hidden_layers": 30, "num_attention_heads": 9,
+    ...           "num_key_value_heads": 3, "hidden_size": 576, "torch_dtype": "bfloat16"}
+    >>> _ = (pathlib.Path(folder) / "config.json").write_text(json.dumps(config))
+    >>> kv_bytes_per_token(folder, "fp32"), kv_bytes_per_token(folder)
+    (46080, 23040)
+    """
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(path)
+    text = getattr(config, "text_config", None) or config
+    heads = text.num_attention_heads
+    head_size = getattr(text, "head_dim", None) or text.hidden_size // heads
+    kv_heads = getattr(text, "num_key_value_heads", None) or heads
+    name = VLLM_DTYPES.get(dtype, dtype)
+    if name == "auto":
+        name = str(getattr(text, "dtype", None) or getattr(text, "torch_dtype", None) or "float32")
+    size = 4 if "float32" in name else 2
+    return 2 * text.num_hidden_layers * kv_heads * head_size * size
 
 
 def vllm_kv_cache_bytes() -> int | None:

@@ -23,7 +23,10 @@ the prompt alone does not fit. ``compact=True`` shortens the docs (``compact_doc
 documented deviation for small-window models.
 
 All live episodes advance together: one ``complete`` call per step for all of them (cut
-into chunks by ``plan_chunks``). Finished entries are appended to
+into chunks by ``plan_chunks``). How many are live: ``max_live`` episodes, and with
+``max_live_tokens`` only as many as an engine's KV cache holds (BFCL's transcripts are ~7-8k
+tokens each: 200 of them in float32 are ~70 GB of keys and values, so a smaller cache evicts
+and pre-fills them again at every step). Finished entries are appended to
 ``generations/<category>.jsonl`` at once, so an interrupted run resumes per entry.
 """
 
@@ -74,6 +77,13 @@ class MultiTurnSettings:
     # (continuous batching), so results are saved as they come and a killed run loses at most
     # this many. None: all at once.
     max_live: int | None = None
+    # A queued episode joins only while the live episodes' contexts (each its latest prompt plus
+    # ``max_new_tokens``) fit this many tokens: an engine whose KV cache cannot hold every live
+    # transcript evicts some and pre-fills them again in full at every step. The first queued
+    # episode always joins an empty set. "kv" = the engine's own capacity (``kv_tokens`` of the
+    # loaded model: vLLM with a fixed KV cache; no limit where it is unknown); None: no limit.
+    # Not part of the cache key: greedy replies do not depend on which episodes share a step.
+    max_live_tokens: int | str | None = None
 
     def wanted(self, entry_id: Any) -> bool:
         return self.entry_ids is None or str(entry_id) in self.entry_ids
@@ -232,14 +242,19 @@ def generate_multi_turn_pending(
     slots = _slot_engine(loaded, settings, len(todo))
     cached = None if slots is not None else _prefix_cache(loaded, settings)
     max_live = slots.slots if slots is not None else settings.max_live
+    budget = live_token_budget(settings, loaded)
+    waiting: dict[str, Episode] = {}  # the queue's head, opened and measured, until it fits
     bar = _bar(len(todo), progress)
     with EnvPool(call_timeout=settings.call_timeout) as pool:
         queue = list(todo)
         live: list[Episode] = []
         while queue or live:
             room = len(queue) if max_live is None else max(0, max_live - len(live))
-            live += [new_episode(entry, category, pool, settings.compact) for category, entry in queue[:room]]
-            del queue[:room]
+            if budget is None:
+                live += [new_episode(entry, category, pool, settings.compact) for category, entry in queue[:room]]
+                del queue[:room]
+            else:
+                admit_within(budget, live, queue, room, pool, settings, adapter, tokenizer, waiting)
             prompts = []
             rendered = [prompt_for(episode, adapter, tokenizer) for episode in live]
             encoded = tokenizer(rendered, add_special_tokens=False)["input_ids"] if rendered else []
@@ -289,6 +304,40 @@ def generate_multi_turn_pending(
     if bar is not None:
         bar.close()
     return len(todo)
+
+
+def live_token_budget(settings: MultiTurnSettings, loaded: Any) -> int | None:
+    """The token budget of the live episodes' contexts (``MultiTurnSettings.max_live_tokens``), or None."""
+    wanted = settings.max_live_tokens
+    if wanted == "kv":
+        return getattr(loaded, "kv_tokens", None)
+    if wanted is not None and (isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 1):
+        raise ValueError(f"max_live_tokens={wanted!r}: expected a positive number of tokens, 'kv' or None")
+    return wanted
+
+
+def admit_within(budget: int, live: list[Episode], queue: list[tuple[str, dict[str, Any]]], room: int,
+                 pool: EnvPool, settings: MultiTurnSettings, adapter: Any, tokenizer: Any,
+                 waiting: dict[str, Episode]) -> None:
+    """Move episodes from the head of ``queue`` to ``live`` (at most ``room``) while the live contexts,
+    each its latest prompt plus the step budget, fit ``budget`` tokens; in queue order, so the same
+    entries run together on every run. The first one always joins an empty ``live``. ``waiting``
+    keeps the head episode that did not fit (opened once, measured once) for the next step."""
+    used = sum(e.max_prompt_tokens + settings.max_new_tokens for e in live)
+    while queue and room > 0:
+        category, entry = queue[0]
+        episode = waiting.pop(str(entry["id"]), None)
+        if episode is None:
+            episode = new_episode(entry, category, pool, settings.compact)
+            prompt = prompt_for(episode, adapter, tokenizer)
+            episode.max_prompt_tokens = len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
+        if live and used + episode.max_prompt_tokens + settings.max_new_tokens > budget:
+            waiting[str(entry["id"])] = episode
+            return
+        used += episode.max_prompt_tokens + settings.max_new_tokens
+        live.append(episode)
+        queue.pop(0)
+        room -= 1
 
 
 def _prefix_cache(loaded: Any, settings: MultiTurnSettings) -> Any:
