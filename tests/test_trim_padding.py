@@ -94,6 +94,7 @@ def test_install_sorts_only_for_losses_the_split_cannot_change():
             return grpo_module.shuffle_sequence_dict(generation_batch)
 
     assert install(Trainer(), "bnpo") == ["_get_per_token_logps_and_entropies"]
+    assert install(Trainer(), "dapo", sort=False) == ["_get_per_token_logps_and_entropies"]  # group_batches
     trainer = Trainer()
     assert install(trainer, "dapo") == ["_get_per_token_logps_and_entropies", "_prepare_inputs"]
     ids, mask, keep = _round()

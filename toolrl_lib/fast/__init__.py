@@ -138,7 +138,7 @@ def install(
     if f.trim_padding:  # before compile_layers: each cut chunk then runs inside its hook
         from toolrl_lib.fast.trim_padding import install as install_trim_padding
 
-        hooked = install_trim_padding(trainer, config.grpo.loss_type)
+        hooked = install_trim_padding(trainer, config.grpo.loss_type, sort=not (f.group_batches and not multi_turn))
         done.append("GRPOTrainer." + " and ".join(hooked) + ": log-prob forwards cut to each chunk's own length"
                     + (", each optimizer step's rows in length order" if len(hooked) > 1 else "")
                     + " (fast.trim_padding)")

@@ -111,9 +111,10 @@ def sort_steps(batch: dict[str, Any], step_rows: int) -> dict[str, Any]:
     return {key: permute(value) for key, value in batch.items()}
 
 
-def install(trainer: Any, loss_type: str) -> list[str]:
-    """Hook both changes into ``trainer``; returns what was hooked (the sort only for
-    ``SORTABLE_LOSSES`` and when a round's micro-batches make whole optimizer steps)."""
+def install(trainer: Any, loss_type: str, sort: bool = True) -> list[str]:
+    """Hook both changes into ``trainer``; returns what was hooked (the sort only when ``sort``, for
+    ``SORTABLE_LOSSES`` and when a round's micro-batches make whole optimizer steps; ``fast.group_batches``
+    passes False: its micro-batches must hold whole groups)."""
     import trl.trainer.grpo_trainer as grpo_module
 
     def per_token(call: Any, model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int,
@@ -129,7 +130,7 @@ def install(trainer: Any, loss_type: str) -> list[str]:
     hooked = [trl_compat.hook(trainer, "_get_per_token_logps_and_entropies", per_token)]
     args = trainer.args
     micro, accumulation = args.per_device_train_batch_size, args.gradient_accumulation_steps
-    if loss_type not in SORTABLE_LOSSES or args.steps_per_generation % accumulation:
+    if not sort or loss_type not in SORTABLE_LOSSES or args.steps_per_generation % accumulation:
         return hooked
     trl_shuffle = getattr(grpo_module, "shuffle_sequence_dict", None)
     if trl_shuffle is None:
