@@ -233,14 +233,15 @@ def vllm_memory_share() -> float:
 
 
 def kv_bytes_per_token(path: str, dtype: str = "auto") -> int:
-    """Bytes of key/value cache one token takes in a decoder loaded from ``path`` in ``dtype``
-    (``auto``: the folder's): 2 x layers x key/value heads x head size x bytes per value. The
-    embedded SmolLM2-135M: 2 x 30 x 3 x 64 x 4 = 46,080 in float32.
+    """Bytes of key/value cache one token takes in a vLLM engine loading ``path`` in ``dtype``:
+    2 x layers x key/value heads x head size x bytes per value; ``auto`` is 16-bit (vLLM runs a
+    float32 folder in float16 unless told otherwise). The embedded SmolLM2-135M: 2 x 30 x 3 x 64
+    x 4 = 46,080 in float32.
 
     >>> import json, tempfile, pathlib
     >>> folder = tempfile.mkdtemp()
     >>> config = {"model_type": "llama", "num_hidden_layers": 30, "num_attention_heads": 9,
-    ...           "num_key_value_heads": 3, "hidden_size": 576, "torch_dtype": "bfloat16"}
+    ...           "num_key_value_heads": 3, "hidden_size": 576, "torch_dtype": "float32"}
     >>> _ = (pathlib.Path(folder) / "config.json").write_text(json.dumps(config))
     >>> kv_bytes_per_token(folder, "fp32"), kv_bytes_per_token(folder)
     (46080, 23040)
@@ -252,10 +253,7 @@ def kv_bytes_per_token(path: str, dtype: str = "auto") -> int:
     heads = text.num_attention_heads
     head_size = getattr(text, "head_dim", None) or text.hidden_size // heads
     kv_heads = getattr(text, "num_key_value_heads", None) or heads
-    name = VLLM_DTYPES.get(dtype, dtype)
-    if name == "auto":
-        name = str(getattr(text, "dtype", None) or getattr(text, "torch_dtype", None) or "float32")
-    size = 4 if "float32" in name else 2
+    size = 4 if VLLM_DTYPES.get(dtype, dtype) in ("float32", "float") else 2
     return 2 * text.num_hidden_layers * kv_heads * head_size * size
 
 
