@@ -166,14 +166,23 @@ def build_trainer(config: RunConfig, paths: RunDir, device: str, model: Any, tok
         from toolrl_lib.train.rlsd import RLSDGRPOTrainer
 
         with engine:
-            return RLSDGRPOTrainer(rlsd=config.rlsd, **kwargs)
-    import warnings
+            trainer = RLSDGRPOTrainer(rlsd=config.rlsd, **kwargs)
+    else:
+        import warnings
 
-    from trl import GRPOTrainer
+        from trl import GRPOTrainer
 
-    with warnings.catch_warnings(), engine:  # rollout_func: public in TRL 1.15, flagged "experimental"
-        warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
-        return GRPOTrainer(**kwargs)
+        with warnings.catch_warnings(), engine:  # rollout_func: public in TRL 1.15, flagged "experimental"
+            warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
+            trainer = GRPOTrainer(**kwargs)
+    if config.model.tf32 and device != "cpu":  # again: the engine's start-up may set it back (run 6's log)
+        import torch
+
+        before = getattr(torch.backends.cuda.matmul, "fp32_precision", "?")
+        use_tf32(True, device)
+        print(f"model.tf32: matmul float32 precision was {before!r} once the trainer and its engine were "
+              "built; set to 'tf32' again", flush=True)
+    return trainer
 
 
 def run_trainer(trainer: Any, checkpoint: Path | None, paths: RunDir) -> None:
