@@ -175,13 +175,12 @@ def build_trainer(config: RunConfig, paths: RunDir, device: str, model: Any, tok
         with warnings.catch_warnings(), engine:  # rollout_func: public in TRL 1.15, flagged "experimental"
             warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
             trainer = GRPOTrainer(**kwargs)
-    if config.model.tf32 and device != "cpu":  # again: the engine's start-up may set it back (run 6's log)
+    if config.model.tf32 and device != "cpu":  # run 6: torch's compiler reported TF32 off as the engine compiled
         import torch
 
-        before = getattr(torch.backends.cuda.matmul, "fp32_precision", "?")
-        use_tf32(True, device)
-        print(f"model.tf32: matmul float32 precision was {before!r} once the trainer and its engine were "
-              "built; set to 'tf32' again", flush=True)
+        # reported, not set again: a run resumed across sessions keeps the numerics it started with
+        print(f"model.tf32: matmul float32 precision {getattr(torch.backends.cuda.matmul, 'fp32_precision', '?')!r} "
+              "once the trainer and its colocated engine were built", flush=True)
     return trainer
 
 
