@@ -95,9 +95,8 @@ def sort_steps(batch: dict[str, Any], step_rows: int) -> dict[str, Any]:
     rows = prompt_mask.shape[0]
     if step_rows < 2 or rows % step_rows:
         return batch
-    columns = torch.arange(completion_mask.shape[1], device=completion_mask.device)
-    completion_end = torch.where(completion_mask.bool(), columns + 1, 0).max(dim=1).values
-    length = (prompt_mask.sum(dim=1) + completion_end).cpu()
+    first, end = row_spans(torch.cat([prompt_mask, completion_mask], dim=1), prompt_mask.shape[1])
+    length = (end - first).cpu()  # the width trimmed_logps gives the row
     permutation = torch.cat([start + torch.argsort(length[start:start + step_rows], stable=True)
                              for start in range(0, rows, step_rows)])
 
