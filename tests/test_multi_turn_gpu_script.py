@@ -235,3 +235,45 @@ def test_a_run_carried_before_any_evaluation_is_evaluated_in_the_next_session(tm
     state = json.loads((fresh / "keep" / "gpu_run.json").read_text())
     assert set(state["own"]) == {"primed", "grpo"} and state["calls"][-1]["done"] is True
     assert state["priming_mix"] == "default" and state["primed_from"]["mix"] == "d"
+
+
+def test_a_grpo_bfcl_cut_by_the_deadline_is_finished_in_the_next_session(tmp_path, tiny_model_dir):
+    """Run 6 part B's fallback (a session too short for the GRPO model's whole BFCL): the run was
+    selected and our test tasks evaluated, but the GRPO model's BFCL generation was killed at the
+    call's deadline. ``carry``, ``restore`` without --extend and the same ``run`` on a fresh host
+    train nothing, keep the selection and both models' test rows, merge the selected best/ again
+    and generate the GRPO model's missing BFCL entries. The cut is made here by removing what a
+    killed generation would not have written (its timing.json and its entries)."""
+    from benchmarks.gpu import bfcl_multi_turn as bmt
+
+    work, out = tmp_path / "work", tmp_path / "out"
+    common = ["--device", "cpu", "--tiny", str(tiny_model_dir), "--variants", "shaped-g8"]
+    run = ["run", "--out", str(out), *common, "--own-tasks", "2", "--bfcl-limit", "1", "--bfcl-max-new-tokens", "4",
+           "--bfcl-max-live", "4", "--stop-margin-s", "60", "--stagger-s", "1", "--priming-mix", "default*2"]
+    _script(*run, "--work", str(work))
+    keep = work / "keep"
+    selection = (keep / "selection.json").read_text()
+    own_grpo = (keep / "own" / "grpo.jsonl").read_text()
+    (keep / "bfcl" / "grpo" / "timing.json").unlink()
+    generations = sorted((keep / "bfcl" / "grpo" / "generations").glob("*.jsonl"))
+    assert generations and all(path.read_text().strip() for path in generations)
+    for path in generations:
+        path.write_text("")
+    state = json.loads((keep / "gpu_run.json").read_text())
+    state["calls"][-1]["done"] = False
+    (keep / "gpu_run.json").write_text(json.dumps(state, indent=2))
+    bmt.pack(keep, out / "rl_multi_turn.tar.gz", (".json", ".jsonl", ".log", ".csv", ".yaml"))
+    _script("carry", "--work", str(work), "--to", str(tmp_path / "carry"), "--variants", "shaped-g8")
+    parts = _carried_parts(tmp_path, out)
+    fresh = tmp_path / "fresh"
+    _script("restore", "--work", str(fresh), "--parts", str(parts), *common)
+    again = _script(*run, "--work", str(fresh))
+    assert "trained:" not in again.stdout and "selected on validation" not in again.stdout, again.stdout[-2000:]
+    assert "own test tasks" not in again.stdout
+    fresh_keep = fresh / "keep"
+    assert (fresh_keep / "selection.json").read_text() == selection
+    assert (fresh_keep / "own" / "grpo.jsonl").read_text() == own_grpo
+    assert (fresh_keep / "bfcl" / "grpo" / "timing.json").is_file()
+    for path in generations:
+        assert (fresh_keep / "bfcl" / "grpo" / "generations" / path.name).read_text().strip(), path.name
+    assert json.loads((fresh_keep / "gpu_run.json").read_text())["calls"][-1]["done"] is True
