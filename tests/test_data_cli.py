@@ -69,3 +69,12 @@ def test_synthetic_rows_from_a_file_are_read_by_their_format(tmp_path, capsys):
                      "--out", str(tmp_path / fmt)]) == 0
         summary = json.loads(capsys.readouterr().out)
         assert summary["kept"] == 20 and summary["sources"]["synthetic"]["rows"] == 20
+
+
+def test_smoke_prepares_once_then_skips(tmp_path, capsys):
+    out = tmp_path / "smoke"
+    assert main(["data", "smoke", "--out", str(out)]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["prepared"] is True and first["train"] > 0 and (out / "val.jsonl").is_file()
+    assert main(["data", "smoke", "--out", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out)["prepared"] is False

@@ -68,3 +68,29 @@ def test_hub_source_offline_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(datasets, "load_dataset", offline)
     with pytest.raises(ValueError, match="cannot load 'Team-ACE/ToolACE'.*--input"):
         next(iter_hub("Team-ACE/ToolACE"))
+
+
+def test_smoke_settings_are_notebook_01s_parameters():
+    """``prepare_smoke`` stands in for notebook 01 on a bare GPU host: its sources and settings must
+    be the notebook's own parameters cell, or the benchmarks would train on another set."""
+    import ast
+    import json
+
+    from toolrl_lib.paths import project_root
+
+    notebook = json.loads((project_root() / "notebooks" / "01_data_exploration.ipynb").read_text())
+    cell = next(c for c in notebook["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
+    values = {node.targets[0].id: ast.literal_eval(node.value)
+              for node in ast.parse("".join(cell["source"])).body if isinstance(node, ast.Assign)}
+    assert values["profile"] == "smoke" and tuple(values["sources"]) == explore.SMOKE_SOURCES
+    assert {key: values[key] for key in explore.SMOKE_SETTINGS} == explore.SMOKE_SETTINGS
+
+
+def test_prepare_smoke_writes_the_split_once(tmp_path):
+    report = explore.prepare_smoke(tmp_path / "smoke")
+    assert report is not None and report["train"] > 1000 and report["val"] > 100
+    assert set(report["sources"]) == {"synthetic", "xlam", "toolace", "bfcl"}
+    train = (tmp_path / "smoke" / "train.jsonl").read_bytes()
+    assert explore.prepare_smoke(tmp_path / "smoke") is None  # there already: left alone
+    assert explore.prepare_smoke(tmp_path / "smoke", force=True)["train"] == report["train"]
+    assert (tmp_path / "smoke" / "train.jsonl").read_bytes() == train  # deterministic

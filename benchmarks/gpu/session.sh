@@ -46,7 +46,10 @@ TP_VARIANTS=${TP_VARIANTS:-unsloth_merged_gen_batch64,unsloth_gen_batch64,peft_m
 case "${1:?step}" in
   1) date +%s > /tmp/anchor   # MTRL_BUDGET=anchor:N (mtrlbg): the chain ends N s after this call began
      mkdir -p /tmp/m && cp .whl/gguf1/part1 /tmp/m/ && install .whl/base/*.whl $(ls .whl/ds/*.whl 2>/dev/null)  # DeepSpeed: only issue 9's ZeRO runs need it
-     nvidia-smi -L; python3 -c "import torch, trl; print(torch.__version__, trl.__version__, torch.cuda.device_count())" ;;
+     nvidia-smi -L; python3 -c "import torch, trl; print(torch.__version__, trl.__version__, torch.cuda.device_count())"
+     # notebook 01's smoke set, which the benchmarks train on: git-ignored, so a checkout that never ran the
+     # workbook has none (2026-12-06: three tp calls failed on it); ~1 s, skipped when carried
+     python3 -m toolrl_lib.cli data smoke ;;
   2) install .whl/bnb/*.whl && python3 -c "import bitsandbytes; print('bnb', bitsandbytes.__version__)" ;;
   3) install .whl/unsloth/*.whl && ls /tmp/site | grep -i unsloth ;;
   model) cat /tmp/m/part1 .whl/gguf2/part2 > /tmp/m/SmolLM2-135M-Instruct.Q4_1.gguf

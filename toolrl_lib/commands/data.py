@@ -31,6 +31,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     prepare.add_argument("--no-contamination-check", action="store_true",
                          help="skip the BFCL overlap check (not recommended)")
     prepare.set_defaults(handler=_prepare)
+    smoke = sub.add_parser(
+        "smoke", help="notebook 01's smoke-profile set (data/processed/smoke) without the notebook",
+        description="Offline, about a second; skipped when OUT/train.jsonl exists (unless --force). "
+        "The GPU benchmarks train on it (benchmarks/gpu/session.sh runs it in its first step).")
+    smoke.add_argument("--out", help="output folder (default: data/processed/smoke)")
+    smoke.add_argument("--force", action="store_true", help="prepare again even if it exists")
+    smoke.set_defaults(handler=_smoke)
     generate = sub.add_parser(
         "generate", help="write raw synthetic rows (xlam|toolace|parquet), or the broad tool set",
         description="--generator synthetic (default) writes raw rows of the small catalogue in "
@@ -64,6 +71,20 @@ def _prepare(args: argparse.Namespace) -> int:
     report = prepare(args.source, args.input, args.out, strict=args.strict, seed=args.seed,
                      val_fraction=args.val_fraction, **opts)
     print(json.dumps(report.to_json(), indent=2))
+    return 0
+
+
+def _smoke(args: argparse.Namespace) -> int:
+    from toolrl_lib.data.explore import prepare_smoke
+    from toolrl_lib.paths import processed_data_dir
+
+    out = args.out or processed_data_dir("smoke")
+    report = prepare_smoke(out, force=args.force)
+    if report is None:
+        print(json.dumps({"out": str(out), "prepared": False, "why": "train.jsonl exists (--force prepares again)"}))
+    else:
+        print(json.dumps({"out": str(out), "prepared": True, "train": report["train"], "val": report["val"],
+                          "dropped": report["dropped"]}))
     return 0
 
 

@@ -20,6 +20,9 @@ from toolrl_lib.plotting import save_figure
 
 SOURCE_NAMES = ("synthetic", "xlam_sample", "toolace_sample", "bfcl_unused", "xlam", "toolace",
                 "parquet")
+# notebook 01's smoke profile (its parameters cell; a test keeps the two equal)
+SMOKE_SOURCES = ("synthetic", "xlam_sample", "toolace_sample", "bfcl_unused")
+SMOKE_SETTINGS = {"n_synthetic": 1000, "synthetic_seed": 0, "seed": 0, "val_fraction": 0.1}
 
 
 def source_specs(sources: Sequence[str], *, n_synthetic: int = 1000, synthetic_seed: int = 0,
@@ -44,6 +47,21 @@ def source_specs(sources: Sequence[str], *, n_synthetic: int = 1000, synthetic_s
         else:
             raise ValueError(f"unknown source {name!r}; choose from {', '.join(SOURCE_NAMES)}")
     return specs
+
+
+def prepare_smoke(out_dir: Path | None = None, force: bool = False) -> dict[str, Any] | None:
+    """Notebook 01's smoke-profile set (``data/processed/smoke``) without running the notebook: the
+    GPU benchmarks train on it, and a bare host or a fresh clone has none. Offline, about a second.
+    Returns the prepare report, or None when ``train.jsonl`` is already there (unless ``force``)."""
+    from toolrl_lib.data.pipeline import prepare_sources
+    from toolrl_lib.paths import processed_data_dir
+
+    out_dir = Path(out_dir) if out_dir is not None else processed_data_dir("smoke")
+    if (out_dir / "train.jsonl").is_file() and not force:
+        return None
+    settings = SMOKE_SETTINGS
+    specs = source_specs(SMOKE_SOURCES, n_synthetic=settings["n_synthetic"], synthetic_seed=settings["synthetic_seed"])
+    return prepare_sources(specs, out_dir, seed=settings["seed"], val_fraction=settings["val_fraction"]).to_json()
 
 
 def example_table(examples: Iterable[Example], split: str = "") -> Any:
