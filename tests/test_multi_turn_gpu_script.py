@@ -245,6 +245,7 @@ def test_a_grpo_bfcl_cut_by_the_deadline_is_finished_in_the_next_session(tmp_pat
     and generate the GRPO model's missing BFCL entries. The cut is made here by removing what a
     killed generation would not have written (its timing.json and its entries)."""
     from benchmarks.gpu import bfcl_multi_turn as bmt
+    from benchmarks.gpu.rl_multi_turn_gpu import ARCHIVE_SUFFIXES
 
     work, out = tmp_path / "work", tmp_path / "out"
     common = ["--device", "cpu", "--tiny", str(tiny_model_dir), "--variants", "shaped-g8"]
@@ -262,7 +263,7 @@ def test_a_grpo_bfcl_cut_by_the_deadline_is_finished_in_the_next_session(tmp_pat
     state = json.loads((keep / "gpu_run.json").read_text())
     state["calls"][-1]["done"] = False
     (keep / "gpu_run.json").write_text(json.dumps(state, indent=2))
-    bmt.pack(keep, out / "rl_multi_turn.tar.gz", (".json", ".jsonl", ".log", ".csv", ".yaml"))
+    bmt.pack(keep, out / "rl_multi_turn.tar.gz", ARCHIVE_SUFFIXES)  # as the run packs it
     _script("carry", "--work", str(work), "--to", str(tmp_path / "carry"), "--variants", "shaped-g8")
     parts = _carried_parts(tmp_path, out)
     fresh = tmp_path / "fresh"

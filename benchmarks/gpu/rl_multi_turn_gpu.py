@@ -65,6 +65,7 @@ TINY = ["multi_turn.train_tasks=4", "multi_turn.val_tasks=2", "multi_turn.primin
         "grpo.per_device_train_batch_size=4", "grpo.gradient_accumulation_steps=1", "grpo.max_steps=1",
         "model.dtype=fp32", "lora.r=4", "lora.alpha=8", "checkpoint.save_steps=1",
         "multi_turn.environments=[bank]", "grpo.vllm.mode=off", "validation.every_steps=1"]
+ARCHIVE_SUFFIXES = (".json", ".jsonl", ".log", ".csv", ".yaml")  # what rl_multi_turn.tar.gz keeps of keep/
 RUN_LOGS = ("config.yaml", "run_info.json", "metrics.csv", "validation.csv", "episodes", "worker.json")
 # the episodes sampled by a float32 engine fed by an exact float32 merge: every LoRA update reaches
 # the sampler (a bf16 engine rounds W + BA; benchmarks/results/bf16_weight_sync.md)
@@ -398,7 +399,7 @@ def run(args: argparse.Namespace) -> int:
             elif source.is_file():
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, target)
-    bmt.pack(keep, Path(args.out) / "rl_multi_turn.tar.gz", (".json", ".jsonl", ".log", ".csv", ".yaml"))
+    bmt.pack(keep, Path(args.out) / "rl_multi_turn.tar.gz", ARCHIVE_SUFFIXES)
     log("done: every model generated" if done else "not done: run the same command again (it resumes)")
     return 0
 

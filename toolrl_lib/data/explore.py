@@ -49,19 +49,18 @@ def source_specs(sources: Sequence[str], *, n_synthetic: int = 1000, synthetic_s
     return specs
 
 
-def prepare_smoke(out_dir: Path | None = None, force: bool = False) -> dict[str, Any] | None:
+def prepare_smoke(out_dir: Path, force: bool = False) -> dict[str, Any] | None:
     """Notebook 01's smoke-profile set (``data/processed/smoke``) without running the notebook: the
     GPU benchmarks train on it, and a bare host or a fresh clone has none. Offline, about a second.
     Returns the prepare report, or None when ``train.jsonl`` is already there (unless ``force``)."""
     from toolrl_lib.data.pipeline import prepare_sources
-    from toolrl_lib.paths import processed_data_dir
 
-    out_dir = Path(out_dir) if out_dir is not None else processed_data_dir("smoke")
-    if (out_dir / "train.jsonl").is_file() and not force:
+    if (Path(out_dir) / "train.jsonl").is_file() and not force:
         return None
-    settings = SMOKE_SETTINGS
-    specs = source_specs(SMOKE_SOURCES, n_synthetic=settings["n_synthetic"], synthetic_seed=settings["synthetic_seed"])
-    return prepare_sources(specs, out_dir, seed=settings["seed"], val_fraction=settings["val_fraction"]).to_json()
+    specs = source_specs(SMOKE_SOURCES, n_synthetic=SMOKE_SETTINGS["n_synthetic"],
+                         synthetic_seed=SMOKE_SETTINGS["synthetic_seed"])
+    return prepare_sources(specs, out_dir, seed=SMOKE_SETTINGS["seed"],
+                           val_fraction=SMOKE_SETTINGS["val_fraction"]).to_json()
 
 
 def example_table(examples: Iterable[Example], split: str = "") -> Any:
