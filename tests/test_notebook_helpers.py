@@ -6,6 +6,7 @@ import json
 import pandas as pd
 import pytest
 
+from toolrl_lib.data.explore import prepare_smoke
 from toolrl_lib.evaluate import compare_models
 from toolrl_lib.evaluate.mean_at_k import MeanAtK
 from toolrl_lib.prompts import get_adapter
@@ -120,4 +121,8 @@ def test_ensure_split_fails_clearly_or_prepares(tmp_path):
     with pytest.raises(FileNotFoundError):
         ensure_split(tmp_path / "none", "full", prepare_if_missing=True)
     out = ensure_split(tmp_path / "made", "smoke", prepare_if_missing=True)
-    assert (out / "train.jsonl").is_file() and (out / "val.jsonl").is_file()
+    # notebook 01's smoke set, byte for byte: data/processed/smoke has one owner (prepare_smoke)
+    prepare_smoke(tmp_path / "direct")
+    for split in ("train.jsonl", "val.jsonl"):
+        assert (out / split).read_bytes() == (tmp_path / "direct" / split).read_bytes()
+    assert ensure_split(out, "smoke", prepare_if_missing=True) == out  # present: left as it is

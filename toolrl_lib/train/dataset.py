@@ -63,19 +63,19 @@ def load_examples(
 
 def ensure_split(data: Path, profile: str, prepare_if_missing: bool = False) -> Path:
     """Check that ``data`` holds ``train.jsonl`` (notebook 01's output); with
-    ``prepare_if_missing`` in the smoke profile, write synthetic smoke data there instead of
-    failing (notebook 03 on its own)."""
+    ``prepare_if_missing`` in the smoke profile, write notebook 01's smoke set there instead of
+    failing (notebook 03 on its own), the same files ``toolrl data smoke`` writes."""
     data = Path(data)
     if (data / "train.jsonl").is_file():
         return data
     if prepare_if_missing and profile == "smoke":
-        from toolrl_lib.data.pipeline import prepare
+        from toolrl_lib.data.explore import prepare_smoke
 
-        print(prepare("synthetic", None, data, n=600, seed=0).to_json())
+        print(prepare_smoke(data))
         return data
     raise FileNotFoundError(
         f"{data}/train.jsonl not found: run notebooks/01_data_exploration.ipynb (profile {profile!r}) "
-        "first, or set prepare_if_missing=True to generate synthetic smoke data here")
+        "or `toolrl data smoke` first, or set prepare_if_missing=True to write the smoke set here")
 
 
 def validation_subset(examples: Sequence[Example], n: int, selection: str = "stratified") -> list[Example]:
