@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.gpu.rl_multi_turn_gpu import VARIANTS, variant_config, variant_table
-from toolrl_lib.envs.report import plot_validation_curves, validation_curves
+from toolrl_lib.envs.report import plot_validation_curves, runs_side_by_side, validation_curves
 from toolrl_lib.train.config import generation_batch_size
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,6 +47,32 @@ def test_the_committed_result_plots(tmp_path):
     figure = plot_validation_curves(curves, result["selection"]["chosen"], sorted(result["own_by_kind"]),
                                     tmp_path / "curves.png")
     assert figure.stat().st_size > 10_000
+
+
+def test_runs_from_separate_sessions_side_by_side(tmp_path):
+    a = _result(a="0,base,0.1,0.2,0.0\n25,grpo,0.3,0.5,0.0\n")
+    a.update(variants={"a": {"step": 25}}, models={"primed": {"own_task_success": 0.1}, "grpo": {"own_task_success": 0.4}},
+             comparisons=[{"metric": "bfcl_multi_turn_base", "diff": 0.0, "ci_low": 0.0, "ci_high": 0.0},
+                          {"metric": "own_task_success", "diff": 0.3, "ci_low": 0.2, "ci_high": 0.4}])
+    b = _result(a="0,base,0.2,0.2,0.0\n")  # evaluated nothing yet: its test cells stay empty
+    table, curves = runs_side_by_side({"G=8": a, "G=16": b})
+    assert list(table.index) == ["G=8", "G=16"]
+    assert table.loc["G=8", ["steps", "primed", "grpo", "diff", "ci_low", "ci_high"]].tolist() == [25, 0.1, 0.4, 0.3, 0.2, 0.4]
+    assert table.loc["G=16"].isna()[["grpo", "diff"]].all()
+    assert sorted(curves["variant"].unique()) == ["G=16: a", "G=8: a"] and len(curves) == 3
+    figure = plot_validation_curves(curves, "G=8: a", [], tmp_path / "both.png")
+    assert figure.stat().st_size > 5_000
+
+
+def test_the_committed_runs_side_by_side():
+    results = {name: json.loads((ROOT / "benchmarks" / "results" / f"{file}.json").read_text())
+               for name, file in (("run 5 (G=8)", "rl_multi_turn_run5"), ("run 6 (G=16)", "rl_multi_turn"))}
+    table, curves = runs_side_by_side(results)
+    assert table.loc["run 6 (G=16)", "steps"] == 300 and table.loc["run 5 (G=8)", "steps"] == 156
+    for name, result in results.items():  # the table repeats each file's own comparison
+        test = next(c for c in result["comparisons"] if c["metric"] == "own_task_success")
+        assert table.loc[name, "diff"] == test["diff"] and table.loc[name, "ci_low"] > 0
+    assert len(curves) == sum(len(validation_curves(r)) for r in results.values())
 
 
 def test_a_cut_bfcl_run_scores_only_the_categories_it_finished(tmp_path):

@@ -67,18 +67,48 @@ def validation_curves(result: dict[str, Any]) -> Any:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def runs_side_by_side(results: dict[str, dict[str, Any]]) -> tuple[Any, Any]:
+    """Several GPU runs' result files (label -> ``rl_multi_turn*.json``) in one view, for arms that
+    ran in separate sessions (run 5's G=8 and run 6's G=16): one row a run (the selected variant, its
+    steps, primed and GRPO success on the held-out test tasks, the difference and its paired 95% CI),
+    and every variant's validation curve named ``label: variant`` (``plot_validation_curves`` takes it).
+    Each run primed its own model, so the rows are not a paired comparison of the arms."""
+    import pandas as pd
+
+    rows, frames = [], []
+    for label, result in results.items():
+        chosen = result["selection"]["chosen"]
+        test = next((c for c in result.get("comparisons", []) if c["metric"] == "own_task_success"), None)
+        models = result.get("models", {})
+        rows.append({"run": label, "variant": chosen, "steps": result.get("variants", {}).get(chosen, {}).get("step"),
+                     "primed": models.get("primed", {}).get("own_task_success"),
+                     "grpo": models.get("grpo", {}).get("own_task_success"),
+                     "diff": test and test["diff"], "ci_low": test and test["ci_low"], "ci_high": test and test["ci_high"]})
+        curves = validation_curves(result)
+        if not curves.empty:
+            frames.append(curves.assign(variant=f"{label}: " + curves["variant"]))
+    table = pd.DataFrame(rows).set_index("run")
+    return table, (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame())
+
+
 def plot_validation_curves(curves: Any, chosen: str, kinds: list[str], out_path: str | Path) -> Path:
-    """Left: validation success by step for each variant. Right: the selected variant by task kind."""
+    """Left: validation success by step for each variant. Right: the selected variant by task kind
+    (no ``kinds``: the left panel alone)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
+    if not kinds:
+        fig, left = plt.subplots(figsize=(6.5, 4))
+    else:
+        fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
     for variant, rows in curves.groupby("variant", sort=True):
         left.plot(rows["step"], rows["success"], marker="o", label=variant + (" (selected)" if variant == chosen else ""))
     left.set(xlabel="GRPO step", ylabel="episode success", title="validation success, every variant")
     left.legend()
+    if not kinds:
+        return save_figure(fig, out_path)
     picked = curves[curves["variant"] == chosen]
     for kind in kinds:
         if f"success_{kind}" in picked.columns:
