@@ -83,7 +83,7 @@ def runs_side_by_side(results: dict[str, dict[str, Any]]) -> tuple[Any, Any]:
         rows.append({"run": label, "variant": chosen, "steps": result.get("variants", {}).get(chosen, {}).get("step"),
                      "primed": models.get("primed", {}).get("own_task_success"),
                      "grpo": models.get("grpo", {}).get("own_task_success"),
-                     "diff": test and test["diff"], "ci_low": test and test["ci_low"], "ci_high": test and test["ci_high"]})
+                     **{key: (test or {}).get(key) for key in ("diff", "ci_low", "ci_high")}})
         curves = validation_curves(result)
         if not curves.empty:
             frames.append(curves.assign(variant=f"{label}: " + curves["variant"]))
