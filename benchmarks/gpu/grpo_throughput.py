@@ -46,6 +46,7 @@ ONE_MICRO_BATCH = ["grpo.per_device_train_batch_size=64", "grpo.gradient_accumul
 NODETOK = "grpo.vllm.detokenize=false"
 BF16_LORA = "fast.bf16_lora_inputs=true"
 GROUPED_SHARED = ["fast.group_batches=true", "fast.shared_prompt=true"]
+OVERLAP = "fast.overlap_generation=true"
 
 # name -> (what it is, overrides of the config on top of the common ones)
 VARIANTS: dict[str, tuple[str, list[str]]] = {
@@ -76,6 +77,18 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
                                        VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED,
                                        "grpo.vllm.importance_sampling_correction=false",
                                        "fast.compile_layers=true"]),
+    "vllm_fast_shared_overlap": ("vllm_fast_shared + the next round generated while this one trains "
+                                 "(fast.overlap_generation: each round one round staler, TRL's importance-sampling "
+                                 "correction kept)", VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED,
+                                                                             OVERLAP]),
+    "vllm_fast_shared_nois_overlap": ("vllm_fast_shared_nois + the next round generated while this one trains "
+                                      "(fast.overlap_generation; no correction for the staler rounds)",
+                                      VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED, OVERLAP,
+                                                                "grpo.vllm.importance_sampling_correction=false"]),
+    "vllm_lean_mb128_overlap": ("vllm_lean_mb128 + fast.overlap_generation (a different recipe: optimizer steps "
+                                "of 128, no correction)", VLLM + [NODETOK, BF16_LORA, *GROUPED_SHARED, OVERLAP,
+                                "grpo.vllm.importance_sampling_correction=false", "grpo.per_device_train_batch_size=128",
+                                "grpo.gradient_accumulation_steps=1"]),
     "trl_generate_fast": ("transformers generate (no vLLM), micro-batch 64 of whole groups, shared prompts, "
                           "bf16 LoRA inputs", ONE_MICRO_BATCH + [BF16_LORA, *GROUPED_SHARED]),
     "vllm_fast_shared_full": ("vllm_fast_shared as full fine-tuning (lora.enabled=false): a different recipe; no "
@@ -91,7 +104,8 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
 DEFAULT_VARIANTS = "trl_generate,vllm,vllm_mb64,vllm_mb64_nodetok,vllm_mb64_shared"
 FIELDS = ["model", "path", "completions_per_s", "generation_share", "peak_gib", "steps", "baseline_path",
           "ratio", "seconds_per_step", "generation_s_per_round", "torch_peak_gib", "startup_s",
-          "completions", "mean_completion_tokens", "what", "error"]
+          "completions", "mean_completion_tokens", "overlap_rounds_prefetched", "overlap_wait_s_per_round",
+          "overlap_worker_s_per_round", "logp_difference_mean", "is_ratio_mean", "what", "error"]
 
 
 def common_overrides(round_size: int, steps: int) -> list[str]:
@@ -134,6 +148,40 @@ def summarize(step_ends: list[float], memory: list[float], generation: list[dict
             "peak_gib": round(max(memory, default=0.0), 2)}
 
 
+def _mean(values: list[Any]) -> float | None:
+    values = [float(v) for v in values if v not in (None, "")]
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def overlap_figures(metrics: list[dict[str, Any]]) -> dict[str, Any]:
+    """Over the timed steps' metrics.csv rows: rounds whose completions were generated while the
+    round before trained (``overlap/prefetched``), the trainer's wait for them and the worker's
+    seconds per round (``toolrl_lib/fast/overlap.py``).
+
+    >>> overlap_figures([{"overlap/prefetched": 1.0, "overlap/wait_s": 0.5, "overlap/generate_s": 2.0},
+    ...                  {"loss": 0.1}, {"overlap/prefetched": 0.0, "overlap/wait_s": 0.0}])
+    {'overlap_rounds_prefetched': 1, 'overlap_rounds': 2, 'overlap_wait_s_per_round': 0.25, 'overlap_worker_s_per_round': 2.0}
+    """
+    rounds = [m for m in metrics if m.get("overlap/prefetched") not in (None, "")]
+    return {"overlap_rounds_prefetched": sum(float(m["overlap/prefetched"]) == 1.0 for m in rounds),
+            "overlap_rounds": len(rounds),
+            "overlap_wait_s_per_round": _mean([m.get("overlap/wait_s") for m in rounds]),
+            "overlap_worker_s_per_round": _mean([m.get("overlap/generate_s") for m in rounds])}
+
+
+def sampling_figures(metrics: list[dict[str, Any]]) -> dict[str, Any]:
+    """TRL's vLLM-against-trainer figures over the timed steps (present with the importance-sampling
+    correction on): the mean per-token log-prob difference and the mean importance ratio. With the
+    overlap they measure the staler rounds as well as the engine's numerics."""
+    out = {}
+    for key, column in (("logp_difference_mean", "sampling/sampling_logp_difference/mean"),
+                        ("is_ratio_mean", "sampling/importance_sampling_ratio/mean")):
+        value = _mean([m.get(column) for m in metrics])
+        if value is not None:
+            out[key] = value
+    return out
+
+
 def worker(args: argparse.Namespace) -> int:
     """One variant in this process: train, clock the steps, write ``<out>/rows/<variant>.json``."""
     began = time.perf_counter()
@@ -148,7 +196,11 @@ def worker(args: argparse.Namespace) -> int:
     config = load_run_config(args.config, [*common_overrides(args.round, 1), *own, *args.set,
                                            f"device={args.device}"])
     spr = steps_per_round(config)
-    config.grpo.max_steps = (args.warmup_rounds + args.rounds) * spr
+    timed_steps = (args.warmup_rounds + args.rounds) * spr
+    # overlapped generation: every timed round must hold one round's generation, the last one's next
+    # round included (the library does not prefetch past max_steps), so one more round runs, untimed
+    overlapped = config.fast.overlap_generation
+    config.grpo.max_steps = timed_steps + (spr if overlapped else 0)
     validate(config)
     cuda = args.device == "cuda"
 
@@ -180,13 +232,17 @@ def worker(args: argparse.Namespace) -> int:
         row["profiled_steps"] = args.profile_steps
     try:
         train(config, run, callbacks=callbacks)
-        row.update(summarize(clock.ends, clock.memory, read_generation_times(run), spr,
-                             args.warmup_rounds, args.round))
+        row.update(summarize(clock.ends[:timed_steps], clock.memory[:timed_steps], read_generation_times(run),
+                             spr, args.warmup_rounds, args.round))
+        metrics = [m for m in read_csv_rows(run / "metrics.csv")
+                   if args.warmup_rounds * spr < (m.get("step") or 0) <= timed_steps]
+        row.update(overlap_figures(metrics) if overlapped else {})
+        row.update(sampling_figures(metrics))
         row["startup_s"] = round((clock.first or began) - began, 1)
         if cuda:
             row["torch_peak_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 2)
         lengths = [r["completions/mean_length"] for r in read_csv_rows(run / "metrics.csv")
-                   if r.get("completions/mean_length") is not None]
+                   if r.get("completions/mean_length") is not None and (r.get("step") or 0) <= timed_steps]
         if lengths:
             row["mean_completion_tokens"] = round(sum(lengths) / len(lengths), 1)
     except Exception as error:  # a failed variant is a row with its error, the next one still runs

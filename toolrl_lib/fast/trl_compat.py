@@ -33,6 +33,8 @@ PRIVATE_API: dict[str, tuple[str, ...]] = {
     "_load_from_checkpoint": ("resume_from_checkpoint", "model"),
     # fast.group_batches: the round's shuffle (module-level shuffle_sequence_dict) swapped inside it
     "_prepare_inputs": ("generation_batch",),
+    # fast.overlap_generation: transformers' draw of each step's batches, read one round ahead
+    "get_batch_samples": ("epoch_iterator", "num_batches", "device"),
     # transformers: the optimizer load that --resume on several CPU processes needs to redirect
     "_load_optimizer_and_scheduler": ("checkpoint",),
 }

@@ -245,6 +245,7 @@ class FastSection:
     skip_zero_advantage: bool = field(default=True, metadata={"help": "A micro-batch whose completions all have advantage 0 skips the model's forward and backward (toolrl_lib/fast/zero_advantage.py): its loss and gradient are exactly 0 either way"})
     loss_mmap_threshold: int = field(default=0, metadata={"help": "CPU (glibc): while the loss runs forward and back, blocks of at least this many bytes get their own mapping and go back to the OS when freed (toolrl_lib/fast/loss_memory.py); 0 = the allocator's default. The smoke profile's 1 MiB: 4 GRPO steps peaked at 3.42 instead of 3.97 GiB for 7% more step time (benchmarks/results/grpo_memory.md)"})
     priming_mmap_threshold: int = field(default=0, metadata={"help": "CPU (glibc): while priming trains, blocks of at least this many bytes get their own mapping and go back to the OS when freed (toolrl_lib.fast.memory.set_mmap_threshold; as loss_mmap_threshold); 0 = the allocator's default"})
+    overlap_generation: bool = field(default=False, metadata={"help": "GPU, vLLM colocate: the next rollout round generated on a worker thread (its own CUDA stream) while the trainer scores this round and takes its optimizer steps (toolrl_lib/fast/overlap.py). Each round is then sampled from the weights at the start of the round before: one round (steps_per_generation optimizer steps) staler than TRL's loop, which grpo.vllm.importance_sampling_correction (keep it on) reweights. One process, tensor_parallel_size 1, no sleep mode, the peft backend, single-turn runs"})
     generation_times: bool = field(default=False, metadata={"help": "generation_times.rank<r>.jsonl per process: seconds per rollout round (multi-GPU waits; toolrl_lib/fast/gen_timing.py)"})
 
 
@@ -585,6 +586,14 @@ def _fast_rules(c: RunConfig, rule: Rule) -> None:
          "forwards only: needs the peft backend, a loss other than rlsd, grpo.vllm on without sleep mode, "
          "and validation through the colocated engine (mode colocate, validation.vllm true) or off: transformers' generate "
          "through compiled layers would recompile them per layer")
+    v = g.vllm
+    rule(not f.overlap_generation or (v.mode == "colocate" and not v.enable_sleep_mode
+                                      and (v.tensor_parallel_size or 1) == 1 and c.backend != "unsloth"
+                                      and f.rollouts == "trl" and not c.multi_turn.enabled),
+         "fast.overlap_generation", f.overlap_generation, "generates the next round in TRL's colocated vLLM "
+         "engine on a worker thread: needs grpo.vllm.mode colocate without sleep mode, tensor_parallel_size 1, "
+         "the peft backend, fast.rollouts trl and a single-turn run (the multi-turn rollout_func drives the "
+         "engine itself)")
     rule(f.loss_mmap_threshold >= 0, "fast.loss_mmap_threshold", f.loss_mmap_threshold,
          "must be >= 0 bytes (0: the allocator's default)")
     rule(f.priming_mmap_threshold >= 0, "fast.priming_mmap_threshold", f.priming_mmap_threshold,
