@@ -203,3 +203,23 @@ def test_config_rules(overrides, expected):
 def test_config_accepts_it_with_the_colocated_engine():
     config = load_run_config("configs/embedded_gpu.yaml", [*GPU, "fast.overlap_generation=true"])
     assert validate(config).fast.overlap_generation
+
+
+def test_validation_through_the_engine_waits_for_the_worker():
+    """Validation syncs the weights and generates through the same engine: never while the worker does."""
+    from types import SimpleNamespace
+
+    from toolrl_lib.fast.overlap import ATTRIBUTE, Overlap, _Pending
+    from toolrl_lib.train.validation import colocated_llm
+
+    engine = StandInEngine(eos=0)
+    trainer = SimpleNamespace(vllm_generation=engine, args=SimpleNamespace(vllm_mode="colocate"),
+                              state=SimpleNamespace(global_step=3), _last_loaded_step=0)
+    engine.llm = "the engine"
+    overlap = Overlap.__new__(Overlap)
+    overlap.pending = _Pending(("k",), 0)
+    overlap.pending.thread = threading.Thread(target=engine.generate, args=([[1, 2]], None, 1))
+    setattr(trainer, ATTRIBUTE, overlap)
+    overlap.pending.thread.start()
+    assert colocated_llm(trainer) == "the engine"  # StandInEngine.sync_weights asserts it is idle
+    assert not overlap.pending.thread.is_alive() and engine.version == 1 and trainer._last_loaded_step == 3

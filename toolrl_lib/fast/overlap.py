@@ -42,6 +42,8 @@ from typing import Any
 
 from toolrl_lib.fast import trl_compat
 
+ATTRIBUTE = "_toolrl_overlap"  # the trainer's Overlap, once installed
+
 
 class Lookahead:
     """An iterator over ``source`` that can be read ahead.
@@ -276,5 +278,13 @@ def install(trainer: Any) -> Overlap:
             overlap.close()
 
     trainer.add_callback(CloseAtTrainEnd())
-    trainer._toolrl_overlap = overlap
+    setattr(trainer, ATTRIBUTE, overlap)
     return overlap
+
+
+def wait_for_worker(trainer: Any) -> None:
+    """Before code outside TRL's rollouts uses the trainer's engine (validation through it syncs
+    the weights and generates): let an overlapped generation finish. A no-op without the overlap."""
+    overlap = getattr(trainer, ATTRIBUTE, None)
+    if overlap is not None:
+        overlap.wait()

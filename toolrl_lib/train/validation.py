@@ -36,6 +36,9 @@ def colocated_llm(trainer: Any) -> Any:
     if (generation is None or getattr(args, "vllm_mode", None) != "colocate"
             or getattr(args, "vllm_enable_sleep_mode", False)):
         return None
+    from toolrl_lib.fast.overlap import wait_for_worker
+
+    wait_for_worker(trainer)  # fast.overlap_generation: the engine may be generating the next round
     step = trainer.state.global_step
     if getattr(trainer, "_last_loaded_step", None) != step:
         generation.sync_weights()
