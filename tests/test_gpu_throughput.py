@@ -61,6 +61,33 @@ def test_report_merges_labelled_runs(tmp_path):
     assert "| second | vllm | 75.0 | 3.0 |" in md and "the commands" in md
 
 
+def test_report_adds_model_shapes_rows_against_their_own_baseline(tmp_path):
+    """Rows of the Qwen3-8B-shapes harness join the table under their run label, with a model column,
+    and their ratio is against that model's default path, never the embedded model's."""
+    row = {"what": "w", "generation_share": 0.5, "seconds_per_step": 1.0, "generation_s_per_round": 2.0,
+           "peak_gib": 9.0, "steps": 24, "model": "embedded"}
+    (tmp_path / "e.json").write_text(json.dumps({"rows": [
+        {"path": "trl_generate", "completions_per_s": 20.0, **row},
+        {"path": "vllm", "completions_per_s": 50.0, **row}]}))
+    shaped = {"job": "", "status": "ok", "note": "n", "s_per_step": 4.0, "gen_s_per_step": 2.0,
+              "peak_reserved_gib": 50.0, "timed_steps": 2, "mean_completion_tokens": 256.0}
+    (tmp_path / "s.json").write_text(json.dumps({"meta": {"shapes": "qwen3-8b"}, "rows": [
+        {**shaped, "job": "unsloth_merged_gen_batch64", "completions_per_s": 6.0},
+        {**shaped, "job": "peft_vllm_gen_batch64", "completions_per_s": 3.0},
+        {**shaped, "job": "peft_vllm_gen_batch128", "status": "error", "error": "OOM"}]}))
+    tp.main(["report", "--rows", f"{tmp_path / 'e.json'}=4", "--shapes-rows", f"{tmp_path / 's.json'}=4",
+             "--out", str(tmp_path / "out"), "--command", "c", "--note", "n"])
+    data = json.loads((tmp_path / "out" / "grpo_throughput.json").read_text())
+    assert [(r["model"], r["path"], r.get("baseline_path"), r.get("ratio")) for r in data["rows"]] == [
+        ("embedded", "trl_generate", None, None), ("embedded", "vllm", "trl_generate", 2.5),
+        ("qwen3-8b shapes", "unsloth_merged_gen_batch64", None, None),
+        ("qwen3-8b shapes", "peft_vllm_gen_batch64", "unsloth_merged_gen_batch64", 0.5),
+        ("qwen3-8b shapes", "peft_vllm_gen_batch128", None, None)]
+    assert data["rows"][3]["generation_share"] == 0.5 and data["rows"][4]["error"] == "OOM"
+    md = (tmp_path / "out" / "grpo_throughput.md").read_text()
+    assert "| 4 | qwen3-8b shapes | peft_vllm_gen_batch64 | 3.0 | 0.5 | 50% | 4.0 |  | 50.0 | 2 |  | 256.0 |" in md
+
+
 def test_tables_keep_failed_rows_and_the_command(tmp_path):
     rows = [{"path": "trl_generate", "what": "x", "completions_per_s": 40.0, "generation_share": 0.6,
              "seconds_per_step": 1.6, "generation_s_per_round": 8.0, "peak_gib": 16.0, "steps": 24},

@@ -41,6 +41,9 @@ from typing import Any
 CONFIG = "configs/embedded_gpu.yaml"
 ROUND = 512  # completions per rollout round (64 prompts x G=8)
 BASELINE = "trl_generate"
+# today's path per model: the embedded model's (this script's variants) and, for the rows of the
+# Qwen3-8B-shapes harness (benchmarks/grpo_throughput.py), the full profile's default
+BASELINES = {"embedded": BASELINE, "qwen3-8b shapes": "unsloth_merged_gen_batch64"}
 VLLM = ["grpo.vllm.mode=colocate"]
 ONE_MICRO_BATCH = ["grpo.per_device_train_batch_size=64", "grpo.gradient_accumulation_steps=1"]
 NODETOK = "grpo.vllm.detokenize=false"
@@ -258,12 +261,13 @@ def with_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each measured row other than the baseline gets ``baseline_path`` and ``ratio`` (its
     completions/s over the baseline's) when the baseline was measured in the same run (rows of
     several runs carry ``run``; a ratio never crosses runs)."""
-    for run in dict.fromkeys(r.get("run") for r in rows):
-        same = [r for r in rows if r.get("run") == run]
-        base = next((r for r in same if r["path"] == BASELINE and r.get("completions_per_s")), None)
+    for run, model in dict.fromkeys((r.get("run"), r.get("model")) for r in rows):
+        same = [r for r in rows if r.get("run") == run and r.get("model") == model]
+        baseline = BASELINES.get(model, BASELINE)
+        base = next((r for r in same if r["path"] == baseline and r.get("completions_per_s")), None)
         for row in same:
             if base is not None and row is not base and row.get("completions_per_s"):
-                row["baseline_path"] = BASELINE
+                row["baseline_path"] = baseline
                 row["ratio"] = round(row["completions_per_s"] / base["completions_per_s"], 2)
     return rows
 
@@ -277,25 +281,31 @@ def write_tables(rows: list[dict[str, Any]], out: Path, command: str = "", note:
         writer.writeheader()
         writer.writerows(rows)
     runs = any(r.get("run") for r in rows)
-    lines = [("| run " if runs else "") + "| path | completions/s | x today's path (same run) | generation share | "
-             "s/step | generation s/round | peak GiB (device) | steps timed | startup s | mean tokens |",
-             "|" + " --- |" * (11 if runs else 10)]
+    models = len({r.get("model") for r in rows}) > 1  # a model column only where the table mixes models
+    lines = [("| run " if runs else "") + ("| model " if models else "") + "| path | completions/s | "
+             "x today's path (same run) | generation share | s/step | generation s/round | peak GiB (device) | "
+             "steps timed | startup s | mean tokens |",
+             "|" + " --- |" * (10 + runs + models)]
     for r in rows:
-        run = f"| {r.get('run', '')} " if runs else ""
+        run = (f"| {r.get('run', '')} " if runs else "") + (f"| {r.get('model', '')} " if models else "")
         if r.get("error"):
             lines.append(f"{run}| {r['path']} | failed: {r['error'][:160]} |" + " |" * 8)
             continue
         path = f"{r['path']} (profiled: steps {r['profiled_steps']})" if r.get("profiled_steps") else r["path"]
         lines.append(f"{run}| {path} | {r['completions_per_s']} | {r.get('ratio', '')} | "
-                     f"{r['generation_share']:.0%} | {r['seconds_per_step']} | {r['generation_s_per_round']} | "
-                     f"{r['peak_gib']} | {r['steps']} | {r.get('startup_s', '')} | "
-                     f"{r.get('mean_completion_tokens', '')} |")
+                     f"{r['generation_share']:.0%} | {r['seconds_per_step']} | {_cell(r.get('generation_s_per_round'))} | "
+                     f"{r['peak_gib']} | {r['steps']} | {_cell(r.get('startup_s'))} | "
+                     f"{_cell(r.get('mean_completion_tokens'))} |")
     lines += ["", *(f"- `{path}`: {what}" for path, what in dict.fromkeys((r["path"], r["what"]) for r in rows))]
     if note:
         lines += ["", note]
     if command:
         lines += ["", "```bash", command, "```"]
     (out / "grpo_throughput.md").write_text("\n".join(lines) + "\n")
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else str(value)
 
 
 def run_all(args: argparse.Namespace) -> int:
@@ -335,6 +345,31 @@ def _tail(log: Path | None, lines: int = 3) -> str:
     return " / ".join(text[-lines:])[-400:]
 
 
+def shapes_rows(data: dict[str, Any], label: str) -> list[dict[str, Any]]:
+    """The rows of a ``benchmarks/grpo_throughput.py`` run (random weights at a real model's shapes,
+    fixed-length completions) in this table's shape, labelled ``label``: generation share = its
+    generation seconds per step over its seconds per step, peak = the allocator's reserved peak.
+
+    >>> shapes_rows({"meta": {"shapes": "qwen3-8b"}, "rows": [{"job": "a", "status": "ok", "note": "n",
+    ...     "completions_per_s": 2.0, "s_per_step": 4.0, "gen_s_per_step": 1.0, "peak_reserved_gib": 9.5,
+    ...     "timed_steps": 2, "mean_completion_tokens": 256.0}]}, "4")[0]["generation_share"]
+    0.25
+    """
+    model = f"{data['meta']['shapes']} shapes"
+    out = []
+    for r in data["rows"]:
+        row = {"model": model, "path": r["job"], "what": r.get("note", ""), "run": label}
+        if r.get("status") != "ok":
+            row["error"] = str(r.get("error") or r.get("status"))[:600]
+        else:
+            row.update(completions_per_s=r["completions_per_s"], seconds_per_step=r["s_per_step"],
+                       generation_share=round(r["gen_s_per_step"] / r["s_per_step"], 3),
+                       generation_s_per_round=None, peak_gib=r["peak_reserved_gib"], steps=r["timed_steps"],
+                       mean_completion_tokens=r.get("mean_completion_tokens"))
+        out.append(row)
+    return out
+
+
 def report(args: argparse.Namespace) -> int:
     """One table from one run's rows, or from several (``--rows FILE=LABEL`` each: the rows get
     ``run: LABEL``, failed rows of a run that measured nothing for that path are dropped)."""
@@ -349,7 +384,10 @@ def report(args: argparse.Namespace) -> int:
                     continue
                 row["run"] = label
             rows.append(row)
-    single = len(args.rows) == 1
+    for item in args.shapes_rows:
+        path, _, label = item.partition("=")
+        rows += shapes_rows(json.loads(Path(path).read_text()), label or path)
+    single = len(args.rows) == 1 and not args.shapes_rows
     write_tables(rows, Path(args.out), args.command or (data.get("command", "") if single else ""),
                  args.note or (data.get("note", "") if single else ""))
     print((Path(args.out) / "grpo_throughput.md").read_text())
@@ -380,6 +418,9 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("report")
     p.add_argument("--rows", required=True, action="append",
                    help="a run's grpo_throughput.json; several as FILE=LABEL, one table with a run column")
+    p.add_argument("--shapes-rows", action="append", default=[],
+                   help="FILE=LABEL: a benchmarks/grpo_throughput.py run's grpo_throughput.json (random weights at "
+                        "a model's shapes), its rows added under run LABEL with that model's own baseline")
     p.add_argument("--out", default="benchmarks/results")
     p.add_argument("--command", default="")
     p.add_argument("--note", default="", help="what the logs say beyond the rows (kept in the .md and .json)")

@@ -20,7 +20,8 @@
 #   pmix [.whl/gguf2]  priming mixes side by side (PMIX_MIXES, PMIX_VAL) -> $OUT/priming_mix.{json,md}
 # Issue 38, the learning experiment at scale (rl_at_scale.py): 38, 38bg (RAS_BUDGET), 38carry, 38restore
 # Issue 37, fast rollouts: tp (STP, TP_ARGS) GRPO throughput, tpprof (PROF_STEPS, PROF_VARIANT) the step's
-#   profile, tp8b (after 2 and 3) Qwen3-8B shapes, bfclv BFCL single-turn generation vLLM vs ours
+#   profile, tpq [.whl/gguf2] a short side by side returned row by row, tp8b (after 2 and 3) Qwen3-8B shapes,
+#   bfclv BFCL single-turn generation vLLM vs ours
 #   bfclkv  BFCL multi-turn generation, live episodes by count vs by the KV cache (BKV_CATS, BKV_LIMIT, BKV_GIB)
 # Earlier issues: 4, 5, train, 6 (issue 7's RL phases), 7 (GRPO throughput), 8 (multi-GPU), 9 (merged
 #   rollouts at 8B shapes), fit and colabfit (the full and colab profiles' fit), 18 and 18b (issue 18),
@@ -221,6 +222,14 @@ case "${1:?step}" in
        ${TP_ARGS:-} --command "python -m benchmarks.gpu.grpo_throughput run --out \$OUT ${TP_ARGS:-}"
      for f in /tmp/tp/*.log; do echo "== $f"; grep -v "it/s]" "$f" | grep -i "error\|fast:\|GRPO (" | tail -4; done
      pack throughput --exclude="*.safetensors" --exclude="*.pt" --exclude="*.bin" -C /tmp tp ;;
+  tpq) # issue 37: a short side by side at a session's end (after 1, vllm1, vllm2; carries .whl/gguf2 for the model):
+     # rows and logs straight under $OUT/tp as each variant ends, so a call cut by the device's limit still returns
+     # what finished; weights dropped. TPQ_S: the call's seconds, TP_ARGS: variants, --rounds
+     bash "$0" model || exit 1
+     timeout "$(left "${TPQ_S:-180}")" python3 -m benchmarks.gpu.grpo_throughput run --out "$OUT/tp" \
+       --budget-s "$(left "${TPQ_S:-180}")" --min-start-s 30 ${TP_ARGS:-} \
+       --command "python -m benchmarks.gpu.grpo_throughput run --out \$OUT ${TP_ARGS:-}"
+     find "$OUT/tp" \( -name "*.safetensors" -o -name "*.pt" -o -name "*.bin" \) -delete; ls "$OUT/tp" ;;
   tpprof) python3 -m benchmarks.gpu.grpo_throughput run --out /tmp/tpprof --budget-s "$(left "${STPP:-200}")" \
        --variants "${PROF_VARIANT:-vllm_mb64_nodetok}" --rounds 1 --profile-steps "${PROF_STEPS:-9;10-11}" \
        --command "python -m benchmarks.gpu.grpo_throughput run --out \$OUT --variants ${PROF_VARIANT:-vllm_mb64_nodetok} --rounds 1 --profile-steps '${PROF_STEPS:-9;10-11}'"
