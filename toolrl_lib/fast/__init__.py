@@ -69,7 +69,9 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
     stream, while the trainer scores this round and takes its optimizer steps (``overlap.py``);
     each round one round staler, which TRL's importance-sampling correction reweights. The
     dataloader is read one round ahead; a round whose prompts were not prefetched is generated as
-    TRL does. Measured: ``benchmarks/results/grpo_throughput.md`` (the ``*_overlap`` paths).
+    TRL does. Measured slower on an H100 with the embedded model: 105.6 against 111.9 completions/s
+    in the same run, the generation hidden but the round's scoring stretched by it (one interpreter
+    lock for both threads; ``benchmarks/results/grpo_throughput.md``, run 4). Off by default.
 ``generation_times: true``
     ``generation_times.rank<r>.jsonl`` per process, seconds per rollout round
     (``gen_timing.py``): where a multi-GPU step waits (``benchmarks/results/multi_gpu.md``).

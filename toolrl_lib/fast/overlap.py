@@ -25,6 +25,14 @@ otherwise (an epoch's first round, a resumed run) it generates as TRL does, so a
 time, never a different sample. Every other use of the engine (TRL's own rollouts, evaluation)
 first waits for the worker, and the weights are synced into the engine only while it is idle.
 
+Measured (``benchmarks/results/grpo_throughput.md``, run 4, one H100, the embedded model): the
+generation was hidden (the trainer waited 0.014 s a round for it) and the run was slower, 105.6
+against 111.9 completions/s in the same run. The worker's ~2 s of generation ran during the round's
+scoring and bookkeeping and stretched them by ~1.6 s: both are Python on the host, and the
+interpreter lock runs one thread's Python at a time. What does overlap is GPU work the main thread
+waits on (TRL's importance-sampling forward, a large model's training step); a generation process
+beside the trainer would not share the lock. Off by default.
+
 Limits (``train/config.py`` ``_fast_rules``; ``install`` checks the trainer): vLLM colocate in one
 process, ``tensor_parallel_size`` 1, no sleep mode, the peft backend, TRL's own sampler (no
 ``rollout_func``, tools or environments), text prompts.
