@@ -66,7 +66,7 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "vllm_fast_shared": ("vllm_fast + micro-batches of whole groups (fast.group_batches), each prompt's forward "
                          "shared by its 8 completions (fast.shared_prompt)",
                          VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED]),
-    "vllm_fast_shared_nois": ("vllm_fast_shared without TRL's importance-sampling forward over each round",
+    "vllm_fast_shared_nois": ("vllm_fast_shared without TRL's importance-sampling correction (grpo.vllm.importance_sampling_correction=false)",
                               VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED,
                                                         "grpo.vllm.importance_sampling_correction=false"]),
     "vllm_lean_mb128": ("vllm_fast_shared_nois with optimizer steps of 128 completions (4 per round of 512): "
@@ -100,7 +100,7 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
                                                         "grpo.learning_rate=3e-6"]),
     "vllm_nodetok_shared": ("vllm_mb64_nodetok + each prompt's forward shared by its completions "
                             "(fast.shared_prompt)", VLLM + ONE_MICRO_BATCH + [NODETOK, "fast.shared_prompt=true"]),
-    "vllm_nodetok_nois": ("vllm_mb64_nodetok without TRL's importance-sampling forward over each round "
+    "vllm_nodetok_nois": ("vllm_mb64_nodetok without TRL's importance-sampling correction "
                           "(grpo.vllm.importance_sampling_correction=false)",
                           VLLM + ONE_MICRO_BATCH + [NODETOK, "grpo.vllm.importance_sampling_correction=false"]),
 }

@@ -6,7 +6,7 @@ and takes the round's optimizer steps (8 x ~0.28 s, bound by the host launching 
 GPU is busy about a quarter of the time; ``benchmarks/results/grpo_step_profile.md``). Each half
 leaves the GPU mostly idle while the other runs. Here the next round's generation starts on a
 worker thread, on its own CUDA stream, as soon as a round's completions are in hand, and runs
-while the main thread scores the round, runs the importance-sampling forward and takes the
+while the main thread scores the round, runs TRL's log-prob forward over it and takes the
 round's optimizer steps.
 
 What it changes: a round is sampled from the weights at the start of the round before, one round
@@ -30,7 +30,7 @@ generation was hidden (the trainer waited 0.014 s a round for it) and the run wa
 against 111.9 completions/s in the same run. The worker's ~2 s of generation ran during the round's
 scoring and bookkeeping and stretched them by ~1.6 s: both are Python on the host, and the
 interpreter lock runs one thread's Python at a time. What does overlap is GPU work the main thread
-waits on (TRL's importance-sampling forward, a large model's training step); a generation process
+waits on (TRL's log-prob forward over the round, a large model's training step); a generation process
 beside the trainer would not share the lock. Off by default.
 
 Limits (``train/config.py`` ``_fast_rules``; ``install`` checks the trainer): vLLM colocate in one

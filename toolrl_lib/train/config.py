@@ -92,7 +92,7 @@ class VLLMSection:
     server_port: int | None = field(default=None, metadata={"help": "server: its port; null = TRL's default (8000)"})
     server_timeout: float | None = field(default=None, metadata={"help": "server: seconds to wait for it to come up; null = TRL's default (240)"})
     detokenize: bool = field(default=True, metadata={"help": "peft backend: let vLLM turn sampled tokens into text as it generates (its default). TRL decodes the token ids itself afterwards, so false skips work whose result is never read (SamplingParams(detokenize=False), through GRPOConfig.generation_kwargs)"})
-    importance_sampling_correction: bool = field(default=True, metadata={"help": "peft backend: weight each token's loss by the trainer's over vLLM's probability of it (TRL's default, GRPOConfig.vllm_importance_sampling_correction). It costs a forward over every rollout: false saves it, trusting vLLM's bf16 sampler to match the trainer"})
+    importance_sampling_correction: bool = field(default=True, metadata={"help": "peft backend: weight each token's loss by the trainer's over vLLM's probability of it (TRL's default, GRPOConfig.vllm_importance_sampling_correction). false trusts vLLM's bf16 sampler to match the trainer. It is not free: 73.8 against 98.8 completions/s for the embedded model on an H200 (benchmarks/results/grpo_throughput.md, run 1). Where a round spans several optimizer steps (gradient_accumulation_steps not a multiple of steps_per_generation, every GPU recipe here) TRL 1.15 runs its log-prob forward over the round either way, so that forward is not what false saves; what is was not profiled"})
 
     def __post_init__(self) -> None:
         if self.mode is False:  # YAML 1.1: `mode: off` is the boolean false
