@@ -124,7 +124,6 @@ def test_a_prompt_mismatch_generates_as_trl_does(tmp_path, monkeypatch):
     """A prefetched round whose prompts are not the round's is dropped, never trained on."""
     import toolrl_lib.fast.overlap as overlap_module
 
-    real = overlap_module.round_key
     calls = {"n": 0}
 
     def wrong_key(prompt_ids: Any, num_generations: int) -> Any:
@@ -133,7 +132,6 @@ def test_a_prompt_mismatch_generates_as_trl_does(tmp_path, monkeypatch):
 
     monkeypatch.setattr(overlap_module, "round_key", wrong_key)
     trainer, engine = _run(tmp_path, overlap=True, max_steps=6, correction=False)
-    monkeypatch.setattr(overlap_module, "round_key", real)
     assert [r["prefetched"] for r in trainer._toolrl_overlap.rounds] == [False, False, False]
     # each miss generated its round on the main thread, after the wasted prefetch
     main = threading.main_thread().name

@@ -237,15 +237,14 @@ def worker(args: argparse.Namespace) -> int:
         train(config, run, callbacks=callbacks)
         row.update(summarize(clock.ends[:timed_steps], clock.memory[:timed_steps], read_generation_times(run),
                              spr, args.warmup_rounds, args.round))
-        metrics = [m for m in read_csv_rows(run / "metrics.csv")
-                   if args.warmup_rounds * spr < (m.get("step") or 0) <= timed_steps]
+        logged = [m for m in read_csv_rows(run / "metrics.csv") if (m.get("step") or 0) <= timed_steps]
+        metrics = [m for m in logged if m["step"] > args.warmup_rounds * spr]
         row.update(overlap_figures(metrics) if overlapped else {})
         row.update(sampling_figures(metrics))
         row["startup_s"] = round((clock.first or began) - began, 1)
         if cuda:
             row["torch_peak_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 2)
-        lengths = [r["completions/mean_length"] for r in read_csv_rows(run / "metrics.csv")
-                   if r.get("completions/mean_length") is not None and (r.get("step") or 0) <= timed_steps]
+        lengths = [r["completions/mean_length"] for r in logged if r.get("completions/mean_length") is not None]
         if lengths:
             row["mean_completion_tokens"] = round(sum(lengths) / len(lengths), 1)
     except Exception as error:  # a failed variant is a row with its error, the next one still runs
