@@ -50,6 +50,8 @@ NODETOK = "grpo.vllm.detokenize=false"
 BF16_LORA = "fast.bf16_lora_inputs=true"
 GROUPED_SHARED = ["fast.group_batches=true", "fast.shared_prompt=true"]
 OVERLAP = "fast.overlap_generation=true"
+FUSED = ["fast.fused_lora=true", "fast.round_logprob_rows=512"]
+NOIS = "grpo.vllm.importance_sampling_correction=false"
 
 # name -> (what it is, overrides of the config on top of the common ones)
 VARIANTS: dict[str, tuple[str, list[str]]] = {
@@ -92,6 +94,14 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
                                 "of 128, no correction)", VLLM + [NODETOK, BF16_LORA, *GROUPED_SHARED, OVERLAP,
                                 "grpo.vllm.importance_sampling_correction=false", "grpo.per_device_train_batch_size=128",
                                 "grpo.gradient_accumulation_steps=1"]),
+    "vllm_fast_shared_fused": ("vllm_fast_shared + each LoRA projection one autograd node (fast.fused_lora) and the "
+                               "round's no-grad log-prob forward in one chunk of 512 (fast.round_logprob_rows)",
+                               VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED, *FUSED]),
+    "vllm_fast_shared_nois_fused": ("vllm_fast_shared_nois + fast.fused_lora and fast.round_logprob_rows=512",
+                                    VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED, *FUSED, NOIS]),
+    "vllm_fast_shared_fused_overlap": ("vllm_fast_shared_fused + fast.overlap_generation (each round one round "
+                                       "staler, the correction kept)", VLLM + ONE_MICRO_BATCH
+                                       + [NODETOK, BF16_LORA, *GROUPED_SHARED, *FUSED, OVERLAP]),
     "trl_generate_fast": ("transformers generate (no vLLM), micro-batch 64 of whole groups, shared prompts, "
                           "bf16 LoRA inputs", ONE_MICRO_BATCH + [BF16_LORA, *GROUPED_SHARED]),
     "vllm_fast_shared_full": ("vllm_fast_shared as full fine-tuning (lora.enabled=false): a different recipe; no "

@@ -35,6 +35,15 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
     bf16 runs: the loss forwards' LoRA branches read the bf16 activations, not a float32 copy
     that autocast casts back (``lora_inputs.py``, PEFT's ``disable_input_dtype_casting``): the
     same numbers; copies were 23% of an H200 GRPO step's GPU time (``step_profile.py``).
+``fused_lora: true``
+    Each PEFT LoRA projection one autograd node (``fused_lora.py``): ``x W^T + s (x A^T) B^T`` in
+    three matmuls forward and five backward instead of three linear layers, a multiply, an add and
+    casts; same numbers up to float rounding (tested against PEFT). For a small model whose GPU
+    step is bound by the kernels the host launches.
+``round_logprob_rows: <rows>``
+    TRL's no-grad log-prob forward over a rollout round in chunks of this many rows instead of
+    ``per_device_train_batch_size`` (``round_logprobs.py``): without gradients far larger chunks
+    fit, and on a GPU each chunk's launches cost the same host time whatever its size.
 ``compile_layers: true`` (GPU, vLLM rollouts)
     The trainer's decoder layers compiled once for all layers (``compiled_layers.py``): fused
     kernels where the H200 step is bound by launching ~5,000 small ones. Same numbers (tested);
@@ -143,6 +152,11 @@ def install(
         method = install_lora_inputs(trainer)
         done.append(f"GRPOTrainer.{method}: LoRA branches read bf16 activations, no float32 copy "
                     f"(fast.bf16_lora_inputs)")
+    if f.fused_lora:
+        from toolrl_lib.fast.fused_lora import install as install_fused_lora
+
+        count = install_fused_lora(trainer)
+        done.append(f"{count} LoRA projections: one autograd node each, three matmuls forward (fast.fused_lora)")
     if f.trim_padding:  # before compile_layers: each cut chunk then runs inside its hook
         from toolrl_lib.fast.trim_padding import install as install_trim_padding
 
@@ -150,6 +164,12 @@ def install(
         done.append("GRPOTrainer." + " and ".join(hooked) + ": log-prob forwards cut to each chunk's own length"
                     + (", each optimizer step's rows in length order" if len(hooked) > 1 else "")
                     + " (fast.trim_padding)")
+    if f.round_logprob_rows:  # outside shared_prompt and trim_padding, which read the chunk size it sets
+        from toolrl_lib.fast.round_logprobs import install as install_round_logprobs
+
+        method = install_round_logprobs(trainer, f.round_logprob_rows)
+        done.append(f"GRPOTrainer.{method}: the round's no-grad log-prob forward in chunks of "
+                    f"{f.round_logprob_rows} rows (fast.round_logprob_rows)")
     if f.compile_layers:  # last: its hook is the outermost, so every log-prob forward traces inside it
         from toolrl_lib.fast.compiled_layers import install as install_compiled_layers
 
@@ -208,6 +228,9 @@ def check_backend(config: Any, backend: str) -> None:
     if backend == "unsloth" and config.fast.overlap_generation:
         raise ValueError("fast.overlap_generation drives TRL's colocated engine, which the unsloth backend does "
                          "not build (backend 'auto' chose unsloth here); set backend: peft or turn it off")
+    if backend == "unsloth" and config.fast.fused_lora:
+        raise ValueError("fast.fused_lora replaces PEFT's LoRA forwards; the unsloth backend (backend 'auto' chose "
+                         "it here) patches its own: set backend: peft or turn it off")
     if backend == "unsloth" and config.fast.rollouts == "library":
         raise ValueError("fast.rollouts: library needs the peft backend (backend 'auto' chose "
                          "unsloth here); set backend: peft or fast.rollouts: trl")

@@ -240,6 +240,8 @@ class FastSection:
     shared_prompt: bool = field(default=False, metadata={"help": "Loss forward with each distinct prompt of a micro-batch run once for all its completions (toolrl_lib/fast/shared_prompt.py): same log-probs, far less compute when per_device_train_batch_size holds several completions of a prompt; peft backend, not rlsd"})
     group_batches: bool = field(default=False, metadata={"help": "Each rollout round shuffled by whole groups instead of rows (toolrl_lib/fast/group_batches.py), so that a micro-batch holds per_device_train_batch_size / num_generations whole groups and fast.shared_prompt can share their prompts; the rows, advantages and losses are unchanged, only which completions share an optimizer step"})
     bf16_lora_inputs: bool = field(default=False, metadata={"help": "bf16 runs: the LoRA branches of the loss forwards read the bf16 activations as they are instead of a float32 copy that autocast casts straight back (PEFT's disable_input_dtype_casting; toolrl_lib/fast/lora_inputs.py): the same numbers, two activation copies fewer per adapted projection"})
+    fused_lora: bool = field(default=False, metadata={"help": "Each LoRA projection as one autograd node (toolrl_lib/fast/fused_lora.py): x W^T + s (x A^T) B^T in three matmuls forward and five backward, instead of PEFT's three linear layers, multiply, add and casts, each its own kernel and node; same numbers up to float rounding. For a small model on a GPU, whose step is bound by how many kernels the host launches. Peft backend with lora.enabled (Unsloth fuses its own); projections with dropout, DoRA or merged adapters keep PEFT's forward"})
+    round_logprob_rows: int = field(default=0, metadata={"help": "Rows per forward of TRL's no-grad log-prob pass over a rollout round (its old_per_token_logps, run whenever a round spans several optimizer steps; toolrl_lib/fast/round_logprobs.py); 0 = TRL's per_device_train_batch_size. Without gradients (and with TRL's fused LM head) far larger chunks fit; on a GPU each chunk costs about the same host time to launch, so a round of 512 in one chunk instead of 8 saves seven forwards' launches. Same log-probs up to float rounding"})
     compile_layers: bool = field(default=False, metadata={"help": "GPU: the trainer's decoder layers compiled once for all layers (regional torch.compile, toolrl_lib/fast/compiled_layers.py): fewer, fused kernels in the loss forwards and backwards, where a small model's step is bound by kernel launches; same numbers up to float rounding, a start-up cost per graph. Needs vLLM for rollouts and validation (transformers' generate would recompile per layer) and the peft backend. Measured slower on an H100 with the embedded model: 94.5 against 112.4 completions/s eager in the same run (benchmarks/results/grpo_throughput.md, run 3)"})
     trim_padding: bool = field(default=False, metadata={"help": "Every log-prob forward of the trainer cut to its rows' own length (toolrl_lib/fast/trim_padding.py): rows in length order, chunks without the round's common padding, and (dapo, grpo, dr_grpo) each optimizer step's rows sorted by length before they are split into micro-batches; the same log-probs and gradient up to float rounding, far fewer tokens where lengths vary (multi-turn episodes). Peft backend, not rlsd, not with fast.shared_prompt"})
     skip_zero_advantage: bool = field(default=True, metadata={"help": "A micro-batch whose completions all have advantage 0 skips the model's forward and backward (toolrl_lib/fast/zero_advantage.py): its loss and gradient are exactly 0 either way"})
@@ -578,6 +580,8 @@ def _fast_rules(c: RunConfig, rule: Rule) -> None:
     rule(not f.bf16_lora_inputs or (c.lora.enabled and c.model.dtype == "bf16" and c.backend != "unsloth"),
          "fast.bf16_lora_inputs", f.bf16_lora_inputs, "feeds PEFT's LoRA branches bf16 activations under "
          "autocast: needs lora.enabled, model.dtype bf16 and the peft backend")
+    rule(not f.fused_lora or (c.lora.enabled and c.backend != "unsloth"), "fast.fused_lora", f.fused_lora,
+         "replaces PEFT's LoRA linear forwards: needs lora.enabled and the peft backend (Unsloth has its own)")
     rule(not f.compile_layers or (c.backend != "unsloth" and g.vllm.on and g.loss_type != "rlsd"
                                   and not g.vllm.enable_sleep_mode
                                   and (not c.validation.enabled
@@ -594,6 +598,8 @@ def _fast_rules(c: RunConfig, rule: Rule) -> None:
          "engine on a worker thread: needs grpo.vllm.mode colocate without sleep mode, tensor_parallel_size 1, "
          "the peft backend, fast.rollouts trl and a single-turn run (the multi-turn rollout_func drives the "
          "engine itself)")
+    rule(f.round_logprob_rows >= 0, "fast.round_logprob_rows", f.round_logprob_rows,
+         "must be >= 0 rows (0: TRL's per_device_train_batch_size)")
     rule(f.loss_mmap_threshold >= 0, "fast.loss_mmap_threshold", f.loss_mmap_threshold,
          "must be >= 0 bytes (0: the allocator's default)")
     rule(f.priming_mmap_threshold >= 0, "fast.priming_mmap_threshold", f.priming_mmap_threshold,
