@@ -63,14 +63,15 @@ class LoraProjection(torch.autograd.Function):
         return dx, None, None, da, db, None, None
 
 
-def fused_parts(layer: Any, x: Any, args: tuple, kwargs: dict) -> tuple[Any, ...] | None:
-    """(weight, bias, A, B, scale, dtype) when ``layer`` (a PEFT ``lora.Linear``) can take the
-    fused path for input ``x`` now, else None (PEFT's own forward runs)."""
-    if args or kwargs or layer.disable_adapters or layer.merged or len(layer.active_adapters) != 1:
+def static_parts(layer: Any) -> tuple[str, Any, Any, Any, Any, float] | None:
+    """(adapter, weight, bias, A, B, scale) of a PEFT ``lora.Linear`` whose one adapter the fused
+    path covers (plain LoRA, no dropout, a frozen ``nn.Linear`` base), else None. Read once at
+    install: the optimizer updates these parameters in place."""
+    if len(layer.lora_A) != 1:
         return None
-    name = layer.active_adapters[0]
+    name = next(iter(layer.lora_A))
     base = layer.base_layer
-    if (name not in layer.lora_A or name in getattr(layer, "lora_variant", {}) or layer.use_dora.get(name)
+    if (name in getattr(layer, "lora_variant", {}) or layer.use_dora.get(name)
             or not isinstance(layer.lora_dropout[name], torch.nn.Identity) or type(base) is not torch.nn.Linear
             or getattr(layer, "fan_in_fan_out", False)):
         return None
@@ -78,30 +79,40 @@ def fused_parts(layer: Any, x: Any, args: tuple, kwargs: dict) -> tuple[Any, ...
     if lora_a.bias is not None or lora_b.bias is not None or base.weight.requires_grad or (
             base.bias is not None and base.bias.requires_grad):
         return None
+    return name, base.weight, base.bias, lora_a.weight, lora_b.weight, float(layer.scaling[name])
+
+
+def compute_dtype(x: Any, weight: Any, lora_a: Any, lora_b: Any) -> Any:
+    """The dtype the fused path computes in: autocast's, or the one dtype of all operands; None
+    (PEFT's own casts) for mixed dtypes outside autocast."""
     device_type = x.device.type
     if torch.is_autocast_enabled(device_type):
-        dtype = torch.get_autocast_dtype(device_type)
-    elif x.dtype == base.weight.dtype == lora_a.weight.dtype == lora_b.weight.dtype:
-        dtype = x.dtype
-    else:  # PEFT's casts without autocast: left to PEFT
-        return None
-    return base.weight, base.bias, lora_a.weight, lora_b.weight, float(layer.scaling[name]), dtype
+        return torch.get_autocast_dtype(device_type)
+    if x.dtype == weight.dtype == lora_a.dtype == lora_b.dtype:
+        return x.dtype
+    return None
 
 
 def _forward(layer: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
-    parts = fused_parts(layer, x, args, kwargs)
-    if parts is None:
+    name, weight, bias, lora_a, lora_b, scale = layer._toolrl_fused_parts
+    dtype = None
+    if not (args or kwargs or layer.disable_adapters or layer.merged) and layer.active_adapters == [name]:
+        dtype = compute_dtype(x, weight, lora_a, lora_b)
+    if dtype is None:  # adapters off or merged (TRL's weight sync), another adapter, mixed dtypes
         return type(layer).forward(layer, x, *args, **kwargs)
-    return LoraProjection.apply(x, *parts)
+    return LoraProjection.apply(x, weight, bias, lora_a, lora_b, scale, dtype)
 
 
 def fuse_lora_layers(model: Any) -> int:
-    """Give every PEFT ``lora.Linear`` of ``model`` the fused forward; returns how many."""
+    """Give every PEFT ``lora.Linear`` of ``model`` that ``static_parts`` covers the fused
+    forward; returns how many (the others keep PEFT's)."""
     from peft.tuners.lora.layer import Linear
 
     count = 0
     for module in model.modules():
-        if type(module) is Linear:
+        parts = static_parts(module) if type(module) is Linear else None
+        if parts is not None:
+            module._toolrl_fused_parts = parts
             module.forward = types.MethodType(_forward, module)
             count += 1
     return count
@@ -111,9 +122,9 @@ def install(trainer: Any) -> int:
     """``fuse_lora_layers`` on the trainer's model; refuses a model without LoRA layers."""
     count = fuse_lora_layers(trainer.model)
     if count == 0:
-        raise ValueError("fast.fused_lora: the model has no PEFT LoRA linear layers (lora.enabled: false, or "
-                         "another adapter type)")
+        raise ValueError("fast.fused_lora: the model has no LoRA linear layer the fused path covers (lora.enabled: "
+                         "false, another adapter type, or LoRA dropout / DoRA on every projection)")
     return count
 
 
-__all__ = ["LoraProjection", "fuse_lora_layers", "fused_parts", "install"]
+__all__ = ["LoraProjection", "compute_dtype", "fuse_lora_layers", "install", "static_parts"]
