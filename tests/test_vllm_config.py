@@ -501,6 +501,29 @@ def test_colocated_engine_extras_reach_trls_engine_only_while_the_trainer_is_bui
     assert vllm_generation.LLM is fake_llm  # put back after a failure too
 
 
+def test_colocated_engine_in_a_child_process_drops_trls_launcher(monkeypatch):
+    """fast.generation_process: TRL's external_launcher dropped, the IPC receiver mixed into the
+    worker, vLLM's multiprocessing on while the engine is built and restored after."""
+    import os
+
+    from trl.generation import vllm_generation
+
+    from toolrl_lib.fast.engine_process import RECEIVER
+
+    made = []
+
+    def fake_llm(*args, **kwargs):
+        made.append((kwargs, os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING")))
+        return "engine"
+
+    monkeypatch.setattr(vllm_generation, "LLM", fake_llm, raising=False)
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    with vllm_engine.colocated_engine(None, "auto", process=True):
+        vllm_generation.LLM(model="m", distributed_executor_backend="external_launcher", seed=0)
+    assert made == [({"model": "m", "seed": 0, "worker_extension_cls": RECEIVER}, "1")]
+    assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0" and vllm_generation.LLM is fake_llm
+
+
 def test_colocated_engine_without_vllm_says_how_to_install(monkeypatch):
     from trl.generation import vllm_generation
 
@@ -518,8 +541,8 @@ def test_build_trainer_hands_the_config_to_the_engine(monkeypatch, tmp_path):
     seen = []
 
     @contextlib.contextmanager
-    def spy(kv_cache_gib=None, dtype=None):
-        seen.append((kv_cache_gib, dtype))
+    def spy(kv_cache_gib=None, dtype=None, process=False):
+        seen.append((kv_cache_gib, dtype, process))
         yield
 
     monkeypatch.setattr(vllm_engine, "colocated_engine", spy)
@@ -533,4 +556,6 @@ def test_build_trainer_hands_the_config_to_the_engine(monkeypatch, tmp_path):
     assert trainer_module.build_trainer(run, None, "cuda", "m", "tok", [], [], []) == "t"
     off = config(*GPU)
     trainer_module.build_trainer(off, None, "cuda", "m", "tok", [], [], [])
-    assert seen == [(8, "float32"), (None, None)] and len(built) == 2
+    process = config(*GPU, "grpo.vllm.mode=colocate", "fast.generation_process=true")
+    trainer_module.build_trainer(process, None, "cuda", "m", "tok", [], [], [])
+    assert seen == [(8, "float32", False), (None, None, False), (None, "auto", True)] and len(built) == 3

@@ -52,6 +52,7 @@ GROUPED_SHARED = ["fast.group_batches=true", "fast.shared_prompt=true"]
 OVERLAP = "fast.overlap_generation=true"
 FUSED = ["fast.fused_lora=true", "fast.round_logprob_rows=512"]
 NOIS = "grpo.vllm.importance_sampling_correction=false"
+PROCESS = "fast.generation_process=true"
 
 # name -> (what it is, overrides of the config on top of the common ones)
 VARIANTS: dict[str, tuple[str, list[str]]] = {
@@ -102,6 +103,13 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "vllm_fast_shared_fused_overlap": ("vllm_fast_shared_fused + fast.overlap_generation (each round one round "
                                        "staler, the correction kept)", VLLM + ONE_MICRO_BATCH
                                        + [NODETOK, BF16_LORA, *GROUPED_SHARED, *FUSED, OVERLAP]),
+    "vllm_fast_shared_fused_process_overlap": ("vllm_fast_shared_fused_overlap with the engine core in a child process "
+                                               "(fast.generation_process): the next round generated outside the "
+                                               "trainer's interpreter", VLLM + ONE_MICRO_BATCH
+                                               + [NODETOK, BF16_LORA, *GROUPED_SHARED, *FUSED, OVERLAP, PROCESS]),
+    "vllm_fast_shared_nois_fused_process_overlap": ("vllm_fast_shared_fused_process_overlap without the correction",
+                                                    VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED,
+                                                                              *FUSED, OVERLAP, PROCESS, NOIS]),
     "trl_generate_fast": ("transformers generate (no vLLM), micro-batch 64 of whole groups, shared prompts, "
                           "bf16 LoRA inputs", ONE_MICRO_BATCH + [BF16_LORA, *GROUPED_SHARED]),
     "vllm_fast_shared_full": ("vllm_fast_shared as full fine-tuning (lora.enabled=false): a different recipe; no "

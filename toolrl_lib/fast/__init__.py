@@ -81,6 +81,11 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
     TRL does. Measured slower on an H100 with the embedded model: 105.6 against 111.9 completions/s
     in the same run, the generation hidden but the round's scoring stretched by it (one interpreter
     lock for both threads; ``benchmarks/results/grpo_throughput.md``, run 4). Off by default.
+``generation_process: true`` (GPU, vLLM colocate)
+    TRL's colocated engine core in a child process on the same GPU (vLLM's V1 multiprocessing,
+    without TRL's ``external_launcher``); TRL's in-process weight sync replaced by copies into
+    flat buffers that the engine's worker mapped once through CUDA IPC (``engine_process.py``).
+    With ``overlap_generation`` the next round is generated outside the trainer's interpreter.
 ``generation_times: true``
     ``generation_times.rank<r>.jsonl`` per process, seconds per rollout round
     (``gen_timing.py``): where a multi-GPU step waits (``benchmarks/results/multi_gpu.md``).
@@ -189,6 +194,12 @@ def install(
         if done.loss_mmap:
             done.append(f"GRPOTrainer.{loss_memory.ROLLOUT_PHASE}: blocks >= {f.loss_mmap_threshold} bytes "
                         f"mapped on their own during the loss (fast.loss_mmap_threshold)")
+    if f.generation_process:
+        from toolrl_lib.fast.engine_process import install as install_engine_process
+
+        method = install_engine_process(trainer)
+        done.append(f"{method}: weights into the vLLM engine's own process through CUDA IPC buffers "
+                    f"(fast.generation_process)")
     if f.overlap_generation:  # before generation_times: its timer then sees the wait, not the worker
         from toolrl_lib.fast.overlap import install as install_overlap
 
@@ -231,6 +242,9 @@ def check_backend(config: Any, backend: str) -> None:
     if backend == "unsloth" and config.fast.fused_lora:
         raise ValueError("fast.fused_lora replaces PEFT's LoRA forwards; the unsloth backend (backend 'auto' chose "
                          "it here) patches its own: set backend: peft or turn it off")
+    if backend == "unsloth" and config.fast.generation_process:
+        raise ValueError("fast.generation_process moves TRL's colocated engine, which the unsloth backend does not "
+                         "build (backend 'auto' chose unsloth here); set backend: peft or turn it off")
     if backend == "unsloth" and config.fast.rollouts == "library":
         raise ValueError("fast.rollouts: library needs the peft backend (backend 'auto' chose "
                          "unsloth here); set backend: peft or fast.rollouts: trl")

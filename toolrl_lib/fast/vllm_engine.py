@@ -58,12 +58,13 @@ def require_for_run(config: Any, device: str) -> None:
 
 
 @contextmanager
-def colocated_engine(kv_cache_gib: float | None = None, dtype: str | None = None) -> Iterator[None]:
+def colocated_engine(kv_cache_gib: float | None = None, dtype: str | None = None,
+                     process: bool = False) -> Iterator[None]:
     """While TRL builds its colocated engine, pass it what TRL 1.15's ``LLM(...)`` call cannot.
 
     TRL builds the engine inside ``trl.generation.vllm_generation`` with no way to add arguments,
-    so that module's ``LLM`` is wrapped for the trainer's construction only (a no-op when both are
-    None):
+    so that module's ``LLM`` is wrapped for the trainer's construction only (a no-op when nothing
+    is asked):
 
     - ``kv_cache_gib``: a fixed KV cache (``kv_cache_memory_bytes``). vLLM (0.26) then skips the
       start-up profiling that compares free GPU memory before and after loading, which fails when
@@ -71,32 +72,43 @@ def colocated_engine(kv_cache_gib: float | None = None, dtype: str | None = None
     - ``dtype``: the engine's weights and compute (``"float32"``). TRL syncs a LoRA policy by
       merging ``W + BA`` into the trainer's weights and copying them in; a bf16 engine rounds them
       to bf16, which drops updates smaller than half a bf16 step of the weight
-      (``benchmarks/results/bf16_weight_sync.md``)."""
+      (``benchmarks/results/bf16_weight_sync.md``).
+    - ``process``: the engine core in a child process (``fast.generation_process``,
+      ``engine_process.py``), without TRL's ``external_launcher``, its worker able to receive
+      weights through CUDA IPC."""
     extra: dict[str, Any] = {}
     if kv_cache_gib:
         extra["kv_cache_memory_bytes"] = int(kv_cache_gib * 2**30)
     if dtype and dtype != "auto":
         extra["dtype"] = dtype
-    if not extra:
+    if not extra and not process:
         yield
         return
     from trl.generation import vllm_generation
 
     real = getattr(vllm_generation, "LLM", None)
     if real is None:  # TRL imports it only when vLLM is importable
-        asked = ", ".join(f"{k}={v}" for k, v in (("kv_cache_gib", kv_cache_gib), ("dtype", dtype)) if v)
+        asked = ", ".join(f"{k}={v}" for k, v in (("kv_cache_gib", kv_cache_gib), ("dtype", dtype),
+                                                   ("fast.generation_process", process)) if v)
         raise VLLMMissing(missing_message(f"grpo.vllm ({asked})", "set grpo.vllm.mode: off"))
+    from contextlib import nullcontext
 
-    def llm_with_extras(*args: Any, **kwargs: Any) -> Any:
-        for key, value in extra.items():
-            kwargs.setdefault(key, value)
-        return real(*args, **kwargs)
+    from toolrl_lib.fast.engine_process import engine_in_child_process
 
-    vllm_generation.LLM = llm_with_extras
-    try:
-        yield
-    finally:
-        vllm_generation.LLM = real
+    with engine_in_child_process() if process else nullcontext({"drop": (), "set": {}}) as child:
+        def llm_with_extras(*args: Any, **kwargs: Any) -> Any:
+            for key in child["drop"]:
+                kwargs.pop(key, None)
+            kwargs.update(child["set"])
+            for key, value in extra.items():
+                kwargs.setdefault(key, value)
+            return real(*args, **kwargs)
+
+        vllm_generation.LLM = llm_with_extras
+        try:
+            yield
+        finally:
+            vllm_generation.LLM = real
 
 
 __all__ = ["INSTALL_HINT", "VLLMMissing", "colocated_engine", "missing_message", "require_for_run", "require_vllm",

@@ -1,0 +1,133 @@
+"""fast.generation_process on CPU: the IPC weight sync against a stand-in engine process.
+
+CUDA IPC needs a GPU, so ``reduce_tensor``/``rebuild_cuda_tensor`` are replaced by a registry that
+hands the same tensor over; everything else (the buffer layout, the one-time opening, the copies,
+the worker's views and its ``load_weights``) runs as on the GPU host.
+"""
+
+from __future__ import annotations
+
+import doctest
+import types
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from toolrl_lib.fast import engine_process  # noqa: E402
+from toolrl_lib.fast.engine_process import IPCWeightSync, WeightReceiver  # noqa: E402
+
+
+class Worker(WeightReceiver):
+    """vLLM's worker as the receiver sees it: ``model_runner.model.load_weights``."""
+
+    def __init__(self) -> None:
+        self.loaded: list[list[tuple[str, Any]]] = []
+        self.model_runner = types.SimpleNamespace(model=types.SimpleNamespace(
+            load_weights=lambda weights: self.loaded.append([(n, t.clone()) for n, t in weights])))
+
+
+class Engine:
+    """``LLM`` in the trainer's process: ``collective_rpc`` by method name, ``reset_prefix_cache``."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker, self.calls = worker, []
+
+    def collective_rpc(self, method: str, args: tuple = ()) -> list[Any]:
+        self.calls.append(method)
+        return [getattr(self.worker, method)(*args)]
+
+    def reset_prefix_cache(self) -> None:
+        self.calls.append("reset_prefix_cache")
+
+
+class Generation:
+    """TRL's ``VLLMGeneration``: ``_iter_named_params`` yields the merged weights under vLLM's names."""
+
+    def __init__(self, weights: dict[str, Any], engine: Engine) -> None:
+        self.weights, self.llm, self.passes = weights, engine, 0
+
+    def _iter_named_params(self) -> Any:
+        self.passes += 1
+        yield from self.weights.items()
+
+
+@pytest.fixture
+def ipc(monkeypatch: Any) -> dict[int, Any]:
+    """CUDA IPC as a registry of tensors (the handle is the tensor's id) and no-op synchronisations."""
+    shared: dict[int, Any] = {}
+
+    def reduce_tensor(tensor: Any) -> tuple[Any, tuple]:
+        shared[id(tensor)] = tensor
+        return None, (id(tensor),)
+
+    monkeypatch.setattr("torch.multiprocessing.reductions.reduce_tensor", reduce_tensor)
+    monkeypatch.setattr("torch.multiprocessing.reductions.rebuild_cuda_tensor", lambda key: shared[key])
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: types.SimpleNamespace(synchronize=lambda: None))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    return shared
+
+
+def _weights(scale: float) -> dict[str, Any]:
+    return {"model.layers.0.self_attn.q_proj.weight": torch.arange(6, dtype=torch.bfloat16).view(2, 3) * scale,
+            "model.norm.weight": torch.full((3,), scale, dtype=torch.bfloat16),
+            "model.layers.0.extra.weight": torch.arange(4, dtype=torch.float32) * scale}
+
+
+def test_every_sync_loads_the_policys_current_weights(ipc):
+    worker = Worker()
+    generation = Generation(_weights(1.0), Engine(worker))
+    sync = IPCWeightSync(generation)
+    sync()
+    generation.weights = _weights(3.0)  # an optimizer step later
+    sync()
+    assert len(ipc) == 2  # one buffer per dtype, opened once
+    assert generation.llm.calls == ["toolrl_open_buffers", "toolrl_load_buffers", "reset_prefix_cache",
+                                    "toolrl_load_buffers", "reset_prefix_cache"]
+    assert generation.passes == 3  # the opening's sizing pass, then one pass per sync
+    assert len(worker.loaded) == 2 and sync.syncs == 2
+    for loaded, expected in zip(worker.loaded, (_weights(1.0), _weights(3.0)), strict=True):
+        assert [name for name, _ in loaded] == list(expected)
+        for name, tensor in loaded:
+            assert tensor.dtype == expected[name].dtype and torch.equal(tensor, expected[name]), name
+
+
+def test_a_weight_not_seen_at_the_first_sync_is_refused(ipc):
+    generation = Generation(_weights(1.0), Engine(Worker()))
+    sync = IPCWeightSync(generation)
+    sync()
+    generation.weights = {**_weights(2.0), "lm_head.weight": torch.zeros(2)}
+    with pytest.raises(RuntimeError, match="lm_head.weight"):
+        sync()
+
+
+def test_an_engine_that_maps_another_count_is_refused(ipc, monkeypatch):
+    worker = Worker()
+    monkeypatch.setattr(Worker, "toolrl_open_buffers", lambda self, buffers: 1)
+    with pytest.raises(RuntimeError, match=r"mapped \[1\] weights, expected \[3\]"):
+        IPCWeightSync(Generation(_weights(1.0), Engine(worker)))()
+
+
+def test_install_needs_trls_colocated_engine():
+    trainer = types.SimpleNamespace(vllm_generation=types.SimpleNamespace(mode="server"))
+    with pytest.raises(ValueError, match="grpo.vllm.mode: colocate"):
+        engine_process.install(trainer)
+    trainer.vllm_generation.mode = "colocate"
+    assert engine_process.install(trainer) == "VLLMGeneration.sync_weights"
+    assert isinstance(trainer.vllm_generation.sync_weights, IPCWeightSync)
+
+
+def test_layout_doctest():
+    assert doctest.testmod(engine_process).failed == 0
+
+
+def test_config_rules():
+    from toolrl_lib.train.config import ConfigError, load_run_config
+
+    gpu = ["device=cuda", "grpo.vllm.mode=colocate", "fast.generation_process=true"]
+    load_run_config("configs/embedded_gpu.yaml", gpu)  # validated on load
+    for extra in (["grpo.vllm.mode=off"], ["grpo.vllm.enable_sleep_mode=true"],
+                  ["grpo.vllm.tensor_parallel_size=2"]):
+        with pytest.raises(ConfigError, match="fast.generation_process"):
+            load_run_config("configs/embedded_gpu.yaml", [*gpu, *extra])
