@@ -118,8 +118,44 @@ def test_install_needs_trls_colocated_engine():
     assert isinstance(trainer.vllm_generation.sync_weights, IPCWeightSync)
 
 
-def test_layout_doctest():
+def test_doctests():
     assert doctest.testmod(engine_process).failed == 0
+
+
+def test_engine_client_arguments_drop_trls_launcher(monkeypatch):
+    made = []
+    monkeypatch.setattr(engine_process, "EngineClient", lambda kwargs: made.append(kwargs) or "client")
+    assert engine_process.engine_client({"model": "m", "distributed_executor_backend": "external_launcher"}) == "client"
+    assert made == [{"model": "m", "worker_extension_cls": engine_process.RECEIVER}]
+
+
+def test_the_engine_process_answers_as_trls_llm(tmp_path):
+    """A real spawned engine process with a stand-in engine (tests/engine_standin.py): generate's
+    outputs come back in RequestOutput's shape (what TRL's extract_logprobs reads), rpc and cache
+    resets reach it, a failing request is raised with its cause and the engine stays up."""
+    from trl.generation.vllm_generation import extract_logprobs
+
+    client = engine_process.EngineClient({"seed": 3}, factory="tests.engine_standin:StandInLLM", start_timeout_s=120)
+    try:
+        outputs = client.generate([{"prompt_token_ids": [5, 6, 7]}, {"prompt_token_ids": [9]}],
+                                  sampling_params={"max_tokens": 3})
+        assert [o.prompt_token_ids for o in outputs] == [[5, 6, 7], [9]]
+        assert [o.outputs[0].token_ids for o in outputs] == [[8, 9, 10], [10, 11, 12]]
+        logprobs, token_ids = extract_logprobs(outputs)
+        assert token_ids == [[[8], [9], [10]], [[10], [11], [12]]] and logprobs[0] == [[-0.5], [-0.5], [-0.5]]
+        assert client.collective_rpc("echo", args=(1, "a")) == [[3, 1, "a"]]
+        assert client.reset_prefix_cache() == "reset"
+        with pytest.raises(RuntimeError, match="stand-in refuses"):
+            client.collective_rpc("fail")
+        assert client.collective_rpc("echo", args=(2,)) == [[3, 2]]  # still up
+    finally:
+        client.close()
+    assert not client.process.is_alive()
+
+
+def test_an_engine_that_fails_to_start_says_why():
+    with pytest.raises(RuntimeError, match="no engine today"):
+        engine_process.EngineClient({"fail": True}, factory="tests.engine_standin:StandInLLM", start_timeout_s=120)
 
 
 def test_config_rules():

@@ -501,27 +501,22 @@ def test_colocated_engine_extras_reach_trls_engine_only_while_the_trainer_is_bui
     assert vllm_generation.LLM is fake_llm  # put back after a failure too
 
 
-def test_colocated_engine_in_a_child_process_drops_trls_launcher(monkeypatch):
-    """fast.generation_process: TRL's external_launcher dropped, the IPC receiver mixed into the
-    worker, vLLM's multiprocessing on while the engine is built and restored after."""
-    import os
-
+def test_colocated_engine_in_a_process_of_its_own_gets_trls_arguments(monkeypatch):
+    """fast.generation_process: TRL's LLM(...) call becomes an engine client built from the same
+    arguments (the extras too); the real class is put back after."""
     from trl.generation import vllm_generation
 
-    from toolrl_lib.fast.engine_process import RECEIVER
+    from toolrl_lib.fast import engine_process
 
     made = []
-
-    def fake_llm(*args, **kwargs):
-        made.append((kwargs, os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING")))
-        return "engine"
-
-    monkeypatch.setattr(vllm_generation, "LLM", fake_llm, raising=False)
-    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-    with vllm_engine.colocated_engine(None, "auto", process=True):
-        vllm_generation.LLM(model="m", distributed_executor_backend="external_launcher", seed=0)
-    assert made == [({"model": "m", "seed": 0, "worker_extension_cls": RECEIVER}, "1")]
-    assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0" and vllm_generation.LLM is fake_llm
+    monkeypatch.setattr(vllm_generation, "LLM", lambda **kw: made.append(("in-process", kw)), raising=False)
+    monkeypatch.setattr(engine_process, "engine_client", lambda kw: made.append(("client", kw)) or "client")
+    real = vllm_generation.LLM
+    with vllm_engine.colocated_engine(4, "auto", process=True):
+        assert vllm_generation.LLM(model="m", distributed_executor_backend="external_launcher") == "client"
+    assert made == [("client", {"model": "m", "distributed_executor_backend": "external_launcher",
+                                "kv_cache_memory_bytes": 4 * 2**30})]
+    assert vllm_generation.LLM is real
 
 
 def test_colocated_engine_without_vllm_says_how_to_install(monkeypatch):

@@ -103,13 +103,13 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "vllm_fast_shared_fused_overlap": ("vllm_fast_shared_fused + fast.overlap_generation (each round one round "
                                        "staler, the correction kept)", VLLM + ONE_MICRO_BATCH
                                        + [NODETOK, BF16_LORA, *GROUPED_SHARED, *FUSED, OVERLAP]),
-    "vllm_fast_shared_fused_process_overlap": ("vllm_fast_shared_fused_overlap with the engine core in a child process "
-                                               "(fast.generation_process): the next round generated outside the "
-                                               "trainer's interpreter", VLLM + ONE_MICRO_BATCH
-                                               + [NODETOK, BF16_LORA, *GROUPED_SHARED, *FUSED, OVERLAP, PROCESS]),
-    "vllm_fast_shared_nois_fused_process_overlap": ("vllm_fast_shared_fused_process_overlap without the correction",
-                                                    VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED,
-                                                                              *FUSED, OVERLAP, PROCESS, NOIS]),
+    "vllm_fast_shared_fused_engine_overlap": ("vllm_fast_shared_fused_overlap with TRL's engine in a process of its own "
+                                              "(fast.generation_process): the next round generated outside the "
+                                              "trainer's interpreter", VLLM + ONE_MICRO_BATCH
+                                              + [NODETOK, BF16_LORA, *GROUPED_SHARED, *FUSED, OVERLAP, PROCESS]),
+    "vllm_fast_shared_nois_fused_engine_overlap": ("vllm_fast_shared_fused_engine_overlap without the correction",
+                                                   VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED,
+                                                                             *FUSED, OVERLAP, PROCESS, NOIS]),
     "trl_generate_fast": ("transformers generate (no vLLM), micro-batch 64 of whole groups, shared prompts, "
                           "bf16 LoRA inputs", ONE_MICRO_BATCH + [BF16_LORA, *GROUPED_SHARED]),
     "vllm_fast_shared_full": ("vllm_fast_shared as full fine-tuning (lora.enabled=false): a different recipe; no "

@@ -82,10 +82,11 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
     in the same run, the generation hidden but the round's scoring stretched by it (one interpreter
     lock for both threads; ``benchmarks/results/grpo_throughput.md``, run 4). Off by default.
 ``generation_process: true`` (GPU, vLLM colocate)
-    TRL's colocated engine core in a child process on the same GPU (vLLM's V1 multiprocessing,
-    without TRL's ``external_launcher``); TRL's in-process weight sync replaced by copies into
-    flat buffers that the engine's worker mapped once through CUDA IPC (``engine_process.py``).
-    With ``overlap_generation`` the next round is generated outside the trainer's interpreter.
+    TRL's colocated engine in a spawned process of its own on the same GPU (``engine_process.py``):
+    TRL's ``LLM`` becomes a client over a pipe (prompt ids out, token ids and log-probs back), and
+    TRL's in-process weight sync becomes copies into flat buffers the engine mapped once through
+    CUDA IPC. With ``overlap_generation`` the next round is generated outside the trainer's
+    interpreter.
 ``generation_times: true``
     ``generation_times.rank<r>.jsonl`` per process, seconds per rollout round
     (``gen_timing.py``): where a multi-GPU step waits (``benchmarks/results/multi_gpu.md``).
@@ -198,7 +199,7 @@ def install(
         from toolrl_lib.fast.engine_process import install as install_engine_process
 
         method = install_engine_process(trainer)
-        done.append(f"{method}: weights into the vLLM engine's own process through CUDA IPC buffers "
+        done.append(f"{method}: TRL's vLLM engine in a process of its own, weights in through CUDA IPC buffers "
                     f"(fast.generation_process)")
     if f.overlap_generation:  # before generation_times: its timer then sees the wait, not the worker
         from toolrl_lib.fast.overlap import install as install_overlap

@@ -1,32 +1,37 @@
 """TRL's colocated vLLM engine in a process of its own on the same GPU, weights in through CUDA IPC.
 
 TRL 1.15 builds its colocated engine inside the training process
-(``distributed_executor_backend="external_launcher"``), so vLLM's scheduler, input preparation
-and sampler share one interpreter with the trainer. For a small model both halves are bound by
-host-side Python, and generating on a thread beside the trainer (``fast.overlap_generation``)
-only traded one half's time for the other's: one interpreter lock (run 4,
-``benchmarks/results/grpo_throughput.md``). Without ``external_launcher`` vLLM 0.26 runs its V1
-engine core in a child process (``VLLM_ENABLE_V1_MULTIPROCESSING=1``, its default elsewhere); the
-trainer's process keeps only vLLM's thin client, which waits on a socket without the lock.
+(``distributed_executor_backend="external_launcher"``), so vLLM's request handling, scheduler,
+sampler and output processing share one interpreter with the trainer. For a small model both
+halves are bound by host-side Python, and generating on a thread beside the trainer
+(``fast.overlap_generation``) only traded one half's time for the other's: one interpreter lock
+(run 4, ``benchmarks/results/grpo_throughput.md``). vLLM's own multiprocessing (its engine core in
+a child process) still leaves the request and output processing, per token, in the trainer's
+interpreter: measured, it hid the generation but still slowed the trainer (run 5).
 
-What then breaks is TRL's weight sync: it calls ``load_weights`` on the engine's model in-process.
-``sync_weights`` here replaces it. The policy's weights as TRL yields them (LoRA merged, names as
-vLLM's) are copied into one flat buffer per dtype on the trainer's GPU, whose CUDA IPC handle the
-engine's worker opened once (``WeightReceiver``, mixed into vLLM's worker through its
-``worker_extension_cls``); each sync is those device-to-device copies, a host synchronisation and
-one ``collective_rpc`` in which the worker loads its views of the buffers. The handle travels as
-bytes that this module pickles and the worker unpickles: our own tensors' metadata, never model
-output, so vLLM's insecure-serialisation switch stays off.
+So the whole engine moves out: ``EngineClient`` stands where TRL keeps its ``LLM`` and starts a
+spawned process (``serve``) that builds the ``LLM`` with TRL's own arguments (less the
+``external_launcher``) and answers ``generate``, ``collective_rpc`` and ``reset_prefix_cache``
+over a pipe. A round's prompts go over as token ids and come back as token ids and the sampled
+tokens' log-probs, rebuilt into the shape TRL reads (``RequestOutput``'s fields); the trainer
+waits on the pipe without the interpreter lock.
+
+TRL's weight sync calls ``load_weights`` on the engine's model in-process; ``IPCWeightSync``
+replaces it. The policy's weights as TRL yields them (LoRA merged, vLLM's names) are copied into
+one flat buffer per dtype on the trainer's GPU, whose CUDA IPC handle the engine's worker opened
+once (``WeightReceiver``, mixed into vLLM's worker through ``worker_extension_cls``); each sync is
+those device-to-device copies, a host synchronisation and one ``collective_rpc`` in which the
+worker loads its views of the buffers. The handle travels as bytes this module pickles and the
+engine process unpickles: our own tensors' metadata, never model output.
 
 ``fast.generation_process`` (colocate, one GPU, peft backend, no sleep mode, single-turn).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 RECEIVER = "toolrl_lib.fast.engine_process.WeightReceiver"
@@ -122,20 +127,139 @@ class IPCWeightSync:
         self.syncs += 1
 
 
-@contextmanager
-def engine_in_child_process() -> Iterator[dict[str, Any]]:
-    """While TRL builds its colocated engine: what ``LLM(...)`` gets instead of TRL's in-process
-    arguments (used by ``vllm_engine.colocated_engine``): no ``external_launcher``, the receiver
-    mixed into the worker, and vLLM's multiprocessing on for the construction."""
-    before = os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING")
-    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1"
+class _Logprob:
+    """The two fields of vLLM's ``Logprob`` that TRL reads (``extract_logprobs``)."""
+
+    __slots__ = ("logprob", "rank")
+
+    def __init__(self, logprob: float, rank: int | None) -> None:
+        self.logprob, self.rank = logprob, rank
+
+
+def pack_outputs(outputs: list[Any]) -> list[tuple]:
+    """vLLM ``RequestOutput``s as plain tuples for the pipe: (prompt ids, [(token ids, text,
+    finish reason, [per position: [(token id, logprob, rank), ...]] or None), ...])."""
+    packed = []
+    for request in outputs:
+        samples = []
+        for out in request.outputs:
+            logprobs = None if out.logprobs is None else [
+                [(int(t), float(lp.logprob), lp.rank) for t, lp in position.items()] for position in out.logprobs]
+            samples.append((list(out.token_ids), out.text, out.finish_reason, logprobs))
+        packed.append((list(request.prompt_token_ids or []), samples))
+    return packed
+
+
+def unpack_outputs(packed: list[tuple]) -> list[Any]:
+    """``pack_outputs``' tuples back into objects with ``RequestOutput``'s fields.
+
+    >>> out = unpack_outputs([([1, 2], [([7, 8], "", "stop", [[(7, -0.5, 1)], [(8, -0.25, 1)]])])])
+    >>> out[0].prompt_token_ids, out[0].outputs[0].token_ids, out[0].outputs[0].logprobs[1][8].logprob
+    ([1, 2], [7, 8], -0.25)
+    """
+    from types import SimpleNamespace
+
+    requests = []
+    for prompt_ids, samples in packed:
+        outs = [SimpleNamespace(token_ids=ids, text=text, finish_reason=finish, logprobs=None if logprobs is None else [
+            {t: _Logprob(lp, rank) for t, lp, rank in position} for position in logprobs])
+            for ids, text, finish, logprobs in samples]
+        requests.append(SimpleNamespace(prompt_token_ids=prompt_ids, outputs=outs))
+    return requests
+
+
+def serve(conn: Any, llm_kwargs: dict[str, Any], factory: str = "vllm:LLM") -> None:
+    """The engine process: build the engine, then answer the trainer's requests until it closes."""
+    import importlib
+    import traceback
+
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # the engine core in this process: it is the child
     try:
-        yield {"drop": ("distributed_executor_backend",), "set": {"worker_extension_cls": RECEIVER}}
-    finally:
-        if before is None:
-            os.environ.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)
-        else:
-            os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = before
+        module, name = factory.split(":")
+        llm = getattr(importlib.import_module(module), name)(**llm_kwargs)
+    except BaseException:  # noqa: BLE001 - reported to the trainer, which raises it
+        conn.send(("error", traceback.format_exc()))
+        return
+    conn.send(("ok", None))
+    while True:
+        try:
+            op, args = conn.recv()
+        except EOFError:  # the trainer is gone
+            return
+        try:
+            if op == "close":
+                conn.send(("ok", None))
+                return
+            if op == "generate":
+                prompts, sampling_params = args
+                value: Any = pack_outputs(llm.generate(prompts, sampling_params=sampling_params, use_tqdm=False))
+            elif op == "rpc":
+                method, rpc_args = args
+                value = llm.collective_rpc(method, args=tuple(rpc_args))
+            elif op == "reset_prefix_cache":
+                value = llm.reset_prefix_cache()
+            else:
+                raise ValueError(f"unknown request {op!r}")
+            conn.send(("ok", value))
+        except BaseException:  # noqa: BLE001 - one failed request is reported, the engine stays up
+            conn.send(("error", traceback.format_exc()))
+
+
+class EngineClient:
+    """Where TRL keeps its ``LLM`` (``VLLMGeneration.llm``): the same calls, answered by the engine
+    process. ``factory`` names the engine class (``module:name``; tests pass a stand-in)."""
+
+    def __init__(self, llm_kwargs: dict[str, Any], factory: str = "vllm:LLM", start_timeout_s: float = 900) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")  # CUDA is initialised here: never fork
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=serve, args=(child, llm_kwargs, factory), daemon=True,
+                                       name="toolrl-vllm-engine")
+        self.process.start()
+        child.close()
+        if not self.conn.poll(start_timeout_s):
+            self.process.kill()
+            raise RuntimeError(f"the vLLM engine process did not start within {start_timeout_s:.0f} s")
+        self._answer()
+
+    def _answer(self) -> Any:
+        try:
+            status, value = self.conn.recv()
+        except EOFError:
+            raise RuntimeError(f"the vLLM engine process ended (exit code {self.process.exitcode})") from None
+        if status == "error":
+            raise RuntimeError(f"the vLLM engine process failed:\n{value}")
+        return value
+
+    def _call(self, op: str, *args: Any) -> Any:
+        self.conn.send((op, args))
+        return self._answer()
+
+    def generate(self, prompts: list[Any], sampling_params: Any = None, use_tqdm: bool = False) -> list[Any]:
+        return unpack_outputs(self._call("generate", prompts, sampling_params))
+
+    def collective_rpc(self, method: str, args: tuple = ()) -> list[Any]:
+        return self._call("rpc", method, list(args))
+
+    def reset_prefix_cache(self) -> Any:
+        return self._call("reset_prefix_cache")
+
+    def close(self) -> None:
+        if self.process.is_alive():
+            with contextlib.suppress(RuntimeError, OSError):  # already ending: nothing to answer
+                self._call("close")
+            self.process.join(timeout=30)
+            if self.process.is_alive():
+                self.process.kill()
+
+
+def engine_client(llm_kwargs: dict[str, Any]) -> EngineClient:
+    """What TRL's ``LLM(...)`` becomes under ``fast.generation_process``: its arguments less the
+    in-process ``external_launcher``, with the IPC receiver mixed into the worker."""
+    kwargs = {k: v for k, v in llm_kwargs.items() if k != "distributed_executor_backend"}
+    kwargs["worker_extension_cls"] = RECEIVER
+    return EngineClient(kwargs)
 
 
 def install(trainer: Any) -> str:
@@ -147,4 +271,5 @@ def install(trainer: Any) -> str:
     return "VLLMGeneration.sync_weights"
 
 
-__all__ = ["IPCWeightSync", "RECEIVER", "WeightReceiver", "engine_in_child_process", "install", "layout"]
+__all__ = ["EngineClient", "IPCWeightSync", "RECEIVER", "WeightReceiver", "engine_client", "install", "layout",
+           "pack_outputs", "serve", "unpack_outputs"]

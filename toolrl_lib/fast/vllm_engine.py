@@ -73,9 +73,8 @@ def colocated_engine(kv_cache_gib: float | None = None, dtype: str | None = None
       merging ``W + BA`` into the trainer's weights and copying them in; a bf16 engine rounds them
       to bf16, which drops updates smaller than half a bf16 step of the weight
       (``benchmarks/results/bf16_weight_sync.md``).
-    - ``process``: the engine core in a child process (``fast.generation_process``,
-      ``engine_process.py``), without TRL's ``external_launcher``, its worker able to receive
-      weights through CUDA IPC."""
+    - ``process``: the whole engine in a process of its own (``fast.generation_process``,
+      ``engine_process.py``): TRL gets an ``EngineClient`` in place of the ``LLM``."""
     extra: dict[str, Any] = {}
     if kv_cache_gib:
         extra["kv_cache_memory_bytes"] = int(kv_cache_gib * 2**30)
@@ -91,24 +90,21 @@ def colocated_engine(kv_cache_gib: float | None = None, dtype: str | None = None
         asked = ", ".join(f"{k}={v}" for k, v in (("kv_cache_gib", kv_cache_gib), ("dtype", dtype),
                                                    ("fast.generation_process", process)) if v)
         raise VLLMMissing(missing_message(f"grpo.vllm ({asked})", "set grpo.vllm.mode: off"))
-    from contextlib import nullcontext
 
-    from toolrl_lib.fast.engine_process import engine_in_child_process
+    def llm_with_extras(*args: Any, **kwargs: Any) -> Any:
+        for key, value in extra.items():
+            kwargs.setdefault(key, value)
+        if process:
+            from toolrl_lib.fast.engine_process import engine_client
 
-    with engine_in_child_process() if process else nullcontext({"drop": (), "set": {}}) as child:
-        def llm_with_extras(*args: Any, **kwargs: Any) -> Any:
-            for key in child["drop"]:
-                kwargs.pop(key, None)
-            kwargs.update(child["set"])
-            for key, value in extra.items():
-                kwargs.setdefault(key, value)
-            return real(*args, **kwargs)
+            return engine_client(kwargs)
+        return real(*args, **kwargs)
 
-        vllm_generation.LLM = llm_with_extras
-        try:
-            yield
-        finally:
-            vllm_generation.LLM = real
+    vllm_generation.LLM = llm_with_extras
+    try:
+        yield
+    finally:
+        vllm_generation.LLM = real
 
 
 __all__ = ["INSTALL_HINT", "VLLMMissing", "colocated_engine", "missing_message", "require_for_run", "require_vllm",

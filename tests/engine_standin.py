@@ -1,0 +1,31 @@
+"""A stand-in for vLLM's ``LLM`` inside the engine process of ``tests/test_engine_process.py``."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+
+class StandInLLM:
+    def __init__(self, seed: int = 0, fail: bool = False) -> None:
+        if fail:
+            raise ValueError("no engine today")
+        self.seed = seed
+
+    def generate(self, prompts: list[dict[str, Any]], sampling_params: dict[str, Any], use_tqdm: bool = False) -> list:
+        out = []
+        for prompt in prompts:
+            ids = prompt["prompt_token_ids"]
+            tokens = [ids[-1] + 1 + i for i in range(sampling_params["max_tokens"])]
+            logprobs = [{t: SimpleNamespace(logprob=-0.5, rank=1)} for t in tokens]
+            out.append(SimpleNamespace(prompt_token_ids=ids, outputs=[
+                SimpleNamespace(token_ids=tokens, text="", finish_reason="length", logprobs=logprobs)]))
+        return out
+
+    def collective_rpc(self, method: str, args: tuple = ()) -> list[Any]:
+        if method == "fail":
+            raise RuntimeError("the stand-in refuses")
+        return [[self.seed, *args]]
+
+    def reset_prefix_cache(self) -> str:
+        return "reset"
