@@ -29,6 +29,7 @@ engine process unpickles: our own tensors' metadata, never model output.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import pickle
@@ -214,10 +215,12 @@ class EngineClient:
 
         context = multiprocessing.get_context("spawn")  # CUDA is initialised here: never fork
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=serve, args=(child, llm_kwargs, factory), daemon=True,
-                                       name="toolrl-vllm-engine")
+        # not a daemon: vLLM's compilers may start processes of their own, which a daemon may not.
+        # It ends when the trainer closes it, at exit, or when the pipe breaks (serve returns)
+        self.process = context.Process(target=serve, args=(child, llm_kwargs, factory), name="toolrl-vllm-engine")
         self.process.start()
         child.close()
+        atexit.register(self.close)  # before multiprocessing's own exit handler joins its children
         if not self.conn.poll(start_timeout_s):
             self.process.kill()
             raise RuntimeError(f"the vLLM engine process did not start within {start_timeout_s:.0f} s")
