@@ -4,11 +4,12 @@ The embedded model's GRPO step on an H100 is bound by the host, not the GPU: ~0.
 step of 64 completions with the GPU busy about a quarter of it (``benchmarks/results/grpo_step_profile.md``),
 because each of the thousands of small ops per forward and backward is a kernel the host launches.
 This counts those ops for the embedded model's layer structure (SmolLM2-135M: 30 decoder layers,
-9 query and 3 key/value heads, LoRA r16 on all seven projections) at a tiny width, and times the
-same forward and backward on this CPU, where at that width the time is nearly all dispatch too. It
-compares PEFT's LoRA layers (with and without their float32 input copies, ``fast.bf16_lora_inputs``)
-against ``fast.fused_lora``, under bf16 autocast as the GPU recipe runs. The op counts do not depend
-on the width or the batch; the GPU seconds come from ``benchmarks/gpu/grpo_throughput.py``.
+9 query and 3 key/value heads, LoRA r16 on all seven projections) at a tiny width, under bf16
+autocast as the GPU recipe runs, for PEFT's LoRA layers (with and without their float32 input
+copies, ``fast.bf16_lora_inputs``) and ``fast.fused_lora``. The op counts do not depend on the
+width or the batch. The CPU seconds beside them are this CPU's, bf16 matmuls included, so they
+are no measure of a GPU host's launch cost; the GPU seconds come from
+``benchmarks/gpu/grpo_throughput.py`` (run 5: a third fewer ops, the same 0.28-s mid-round step).
 
     python -m benchmarks.lora_host_cost --out benchmarks/results
 """
@@ -149,7 +150,9 @@ def main(argv: list[str] | None = None) -> None:
             f"projections) at hidden width {args.width}, vocabulary {args.vocab}, bf16 weights with float32 adapters "
             f"under bf16 autocast, {args.rows} rows x {args.tokens} tokens, one CPU thread; medians of {args.repeats} "
             f"after 3 warm-ups. aten ops: every op dispatched (views and casts included), counted with a "
-            f"TorchDispatchMode; on a GPU each non-view op is a kernel launch.")
+            f"TorchDispatchMode; on a GPU each non-view op is a kernel launch. The CPU seconds include this CPU's "
+            f"bf16 matmuls and say little about a GPU host's launch cost: on one H100 (grpo_throughput.md, run 5) "
+            f"the fused projections left a mid-round optimizer step at 0.28 s.")
     print(table(rows))
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

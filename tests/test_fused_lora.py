@@ -189,3 +189,14 @@ def test_grpo_run_with_fused_lora_and_round_chunks_trains_as_without(tmp_path, m
     assert any(float(t.abs().max()) > 0 for k, t in first.items() if "lora_B" in k)  # it learned
     for key in first:
         torch.testing.assert_close(second[key], first[key], rtol=1e-4, atol=1e-6, msg=key)
+
+
+def test_host_cost_benchmark_counts_fewer_ops_for_the_fused_projections():
+    """benchmarks/lora_host_cost.py at a toy size: the op counts it reports (the width does not change them)."""
+    from benchmarks.lora_host_cost import measure
+
+    rows = {r["variant"]: r for r in measure(width=18, rows=1, tokens=4, repeats=1, vocab=64)}
+    assert set(rows) == {"peft", "peft_bf16_inputs", "fused"}
+    assert rows["fused"]["ops_forward_backward"] < rows["peft_bf16_inputs"]["ops_forward_backward"] \
+        < rows["peft"]["ops_forward_backward"]
+    assert rows["fused"]["ops_forward_no_grad"] < rows["peft"]["ops_forward_no_grad"]

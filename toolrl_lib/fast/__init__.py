@@ -38,12 +38,14 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
 ``fused_lora: true``
     Each PEFT LoRA projection one autograd node (``fused_lora.py``): ``x W^T + s (x A^T) B^T`` in
     three matmuls forward and five backward instead of three linear layers, a multiply, an add and
-    casts; same numbers up to float rounding (tested against PEFT). For a small model whose GPU
-    step is bound by the kernels the host launches.
+    casts; same numbers up to float rounding (tested against PEFT). A third fewer aten ops per
+    forward and backward (``benchmarks/results/lora_host_cost.md``), yet on an H100 a mid-round
+    step of the embedded model stayed at 0.28 s (``grpo_throughput.md``, run 5). Off by default.
 ``round_logprob_rows: <rows>``
     TRL's no-grad log-prob forward over a rollout round in chunks of this many rows instead of
     ``per_device_train_batch_size`` (``round_logprobs.py``): without gradients far larger chunks
-    fit, and on a GPU each chunk's launches cost the same host time whatever its size.
+    fit, and on a GPU each chunk's launches cost the same host time whatever its size. With 512
+    (one chunk a round) a round's first step fell from 2.7-3.3 to 2.3-2.7 s on an H100 (run 5).
 ``compile_layers: true`` (GPU, vLLM rollouts)
     The trainer's decoder layers compiled once for all layers (``compiled_layers.py``): fused
     kernels where the H200 step is bound by launching ~5,000 small ones. Same numbers (tested);
@@ -86,7 +88,9 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
     TRL's ``LLM`` becomes a client over a pipe (prompt ids out, token ids and log-probs back), and
     TRL's in-process weight sync becomes copies into flat buffers the engine mapped once through
     CUDA IPC. With ``overlap_generation`` the next round is generated outside the trainer's
-    interpreter.
+    interpreter. Tested on the CPU against a stand-in engine process; not yet run on a GPU (run 5
+    measured the step before it, vLLM's engine core alone in a child process: 114.4/s, the fastest
+    row of the course's recipe, ``grpo_throughput.md``). Off by default.
 ``generation_times: true``
     ``generation_times.rank<r>.jsonl`` per process, seconds per rollout round
     (``gen_timing.py``): where a multi-GPU step waits (``benchmarks/results/multi_gpu.md``).
