@@ -24,7 +24,9 @@ those device-to-device copies, a host synchronisation and one ``collective_rpc``
 worker loads its views of the buffers. The handle travels as bytes this module pickles and the
 engine process unpickles: our own tensors' metadata, never model output.
 
-``fast.generation_process`` (colocate, one GPU, peft backend, no sleep mode, single-turn).
+``fast.generation_process`` (colocate, one GPU, peft backend, no sleep mode, single-turn). Tested
+on the CPU against a stand-in engine in a real spawned process (``tests/test_engine_process.py``);
+not yet run on a GPU.
 """
 
 from __future__ import annotations

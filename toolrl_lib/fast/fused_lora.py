@@ -4,8 +4,11 @@ PEFT computes an adapted projection as ``base(x) + lora_B(lora_A(dropout(x))) * 
 three ``nn.Linear`` calls, a dropout, a multiply, an add and a cast, each its own op forward
 and its own autograd node backward (plus autocast's casts of the float32 adapter weights).
 For a small model on a GPU every one of those is a kernel launch the host has to issue, and
-the embedded model's GRPO step is bound by exactly that (~5,000 small kernels a forward and
-backward, the GPU busy 27% of the step: ``benchmarks/results/grpo_step_profile.md``).
+the embedded model's GRPO step is bound by the host (the GPU busy about a quarter of a
+mid-round step: ``benchmarks/results/grpo_step_profile.md``). Measured: a third fewer aten
+ops per forward and backward (``benchmarks/results/lora_host_cost.md``), but an H100's
+mid-round step stayed at 0.28 s (``grpo_throughput.md``, run 5), so these launches are not
+what bounds it; the option stays off by default.
 
 ``LoraProjection`` computes the same ``x W^T + s (x A^T) B^T`` with the adapter's product and
 the add in one ``addmm``, and writes its backward by hand::
