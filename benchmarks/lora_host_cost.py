@@ -90,9 +90,19 @@ def count_ops(step: Any, grad: bool) -> collections.Counter:
 def measure(width: int, rows: int, tokens: int, repeats: int, vocab: int) -> list[dict[str, Any]]:
     import torch
 
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # dispatch cost, not how well two cores split tiny matmuls
+    try:
+        return _measure(width, rows, tokens, repeats, vocab)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _measure(width: int, rows: int, tokens: int, repeats: int, vocab: int) -> list[dict[str, Any]]:
+    import torch
+
     from toolrl_lib.fast.fused_lora import fuse_lora_layers
 
-    torch.set_num_threads(1)  # dispatch cost, not how well two cores split tiny matmuls
     base = build(width, vocab)
     ids = torch.randint(0, vocab, (rows, tokens), generator=torch.Generator().manual_seed(0))
     out = []

@@ -200,3 +200,27 @@ def test_host_cost_benchmark_counts_fewer_ops_for_the_fused_projections():
     assert rows["fused"]["ops_forward_backward"] < rows["peft_bf16_inputs"]["ops_forward_backward"] \
         < rows["peft"]["ops_forward_backward"]
     assert rows["fused"]["ops_forward_no_grad"] < rows["peft"]["ops_forward_no_grad"]
+
+
+def test_round_chunk_reaches_batch_size_by_keyword_or_position():
+    """fast.round_logprob_rows sets TRL's batch_size however it is passed, and only for no-grad
+    training-mode calls (the round's forward), never the loss forward or an eval-mode one."""
+    from toolrl_lib.fast.round_logprobs import install
+
+    seen = []
+
+    class Trainer:
+        def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,
+                                               batch_size=None, compute_entropy=False):
+            seen.append(batch_size)
+
+    trainer, model = Trainer(), torch.nn.Linear(1, 1)
+    install(trainer, 512)
+    with torch.no_grad():
+        trainer._get_per_token_logps_and_entropies(model, "ids", "mask", 4, batch_size=64)
+        trainer._get_per_token_logps_and_entropies(model, "ids", "mask", 4, 64, True)
+        model.eval()
+        trainer._get_per_token_logps_and_entropies(model, "ids", "mask", 4, batch_size=64)
+    model.train()
+    trainer._get_per_token_logps_and_entropies(model, "ids", "mask", 4, batch_size=64)
+    assert seen == [512, 512, 64, 64]

@@ -71,17 +71,17 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
                          VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED]),
     "vllm_fast_shared_nois": ("vllm_fast_shared without TRL's importance-sampling correction (grpo.vllm.importance_sampling_correction=false)",
                               VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED,
-                                                        "grpo.vllm.importance_sampling_correction=false"]),
+                                                        NOIS]),
     "vllm_lean_mb128": ("vllm_fast_shared_nois with optimizer steps of 128 completions (4 per round of 512): "
                         "a different recipe, fewer and larger steps", VLLM + [NODETOK, BF16_LORA, *GROUPED_SHARED,
-                        "grpo.vllm.importance_sampling_correction=false", "grpo.per_device_train_batch_size=128",
+                        NOIS, "grpo.per_device_train_batch_size=128",
                         "grpo.gradient_accumulation_steps=1"]),
     "vllm_fast_shared_compiled": ("vllm_fast_shared + the trainer's decoder layers compiled once for all layers "
                                   "(fast.compile_layers)", VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA,
                                   *GROUPED_SHARED, "fast.compile_layers=true"]),
     "vllm_fast_shared_nois_compiled": ("vllm_fast_shared_nois + compiled decoder layers (fast.compile_layers)",
                                        VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED,
-                                       "grpo.vllm.importance_sampling_correction=false",
+                                       NOIS,
                                        "fast.compile_layers=true"]),
     "vllm_fast_shared_overlap": ("vllm_fast_shared + the next round generated while this one trains "
                                  "(fast.overlap_generation: each round one round staler, TRL's importance-sampling "
@@ -90,10 +90,10 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "vllm_fast_shared_nois_overlap": ("vllm_fast_shared_nois + the next round generated while this one trains "
                                       "(fast.overlap_generation; no correction for the staler rounds)",
                                       VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED, OVERLAP,
-                                                                "grpo.vllm.importance_sampling_correction=false"]),
+                                                                NOIS]),
     "vllm_lean_mb128_overlap": ("vllm_lean_mb128 + fast.overlap_generation (a different recipe: optimizer steps "
                                 "of 128, no correction)", VLLM + [NODETOK, BF16_LORA, *GROUPED_SHARED, OVERLAP,
-                                "grpo.vllm.importance_sampling_correction=false", "grpo.per_device_train_batch_size=128",
+                                NOIS, "grpo.per_device_train_batch_size=128",
                                 "grpo.gradient_accumulation_steps=1"]),
     "vllm_fast_shared_fused": ("vllm_fast_shared + each LoRA projection one autograd node (fast.fused_lora) and the "
                                "round's no-grad log-prob forward in one chunk of 512 (fast.round_logprob_rows)",
@@ -120,7 +120,7 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
                             "(fast.shared_prompt)", VLLM + ONE_MICRO_BATCH + [NODETOK, "fast.shared_prompt=true"]),
     "vllm_nodetok_nois": ("vllm_mb64_nodetok without TRL's importance-sampling correction "
                           "(grpo.vllm.importance_sampling_correction=false)",
-                          VLLM + ONE_MICRO_BATCH + [NODETOK, "grpo.vllm.importance_sampling_correction=false"]),
+                          VLLM + ONE_MICRO_BATCH + [NODETOK, NOIS]),
 }
 DEFAULT_VARIANTS = "trl_generate,vllm,vllm_mb64,vllm_mb64_nodetok,vllm_mb64_shared"
 FIELDS = ["model", "path", "completions_per_s", "generation_share", "peak_gib", "steps", "baseline_path",

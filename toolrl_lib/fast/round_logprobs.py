@@ -19,14 +19,20 @@ from typing import Any
 
 from toolrl_lib.fast import trl_compat
 
+# batch_size's place after ``model`` in TRL's signature (trl_compat.PRIVATE_API checks the order)
+BATCH_SIZE_AT = trl_compat.PRIVATE_API["_get_per_token_logps_and_entropies"].index("batch_size") - 1
+
 
 def install(trainer: Any, rows: int) -> str:
     """Hook ``_get_per_token_logps_and_entropies``: a no-grad call in training mode gets ``rows``."""
     import torch
 
     def per_token(call: Any, model: Any, *args: Any, **kwargs: Any) -> Any:
-        if not torch.is_grad_enabled() and model.training and "batch_size" in kwargs:
-            kwargs["batch_size"] = rows
+        if not torch.is_grad_enabled() and model.training:
+            if len(args) > BATCH_SIZE_AT:  # (input_ids, attention_mask, logits_to_keep, batch_size, ...)
+                args = (*args[:BATCH_SIZE_AT], rows, *args[BATCH_SIZE_AT + 1:])
+            elif "batch_size" in kwargs:
+                kwargs["batch_size"] = rows
         return call(model, *args, **kwargs)
 
     return trl_compat.hook(trainer, "_get_per_token_logps_and_entropies", per_token)

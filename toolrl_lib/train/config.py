@@ -592,18 +592,17 @@ def _fast_rules(c: RunConfig, rule: Rule) -> None:
          "and validation through the colocated engine (mode colocate, validation.vllm true) or off: transformers' generate "
          "through compiled layers would recompile them per layer")
     v = g.vllm
-    rule(not f.overlap_generation or (v.mode == "colocate" and not v.enable_sleep_mode
-                                      and (v.tensor_parallel_size or 1) == 1 and c.backend != "unsloth"
-                                      and f.rollouts == "trl" and not c.multi_turn.enabled),
+    # what both the overlap and the engine process need: TRL's one-GPU colocated engine, awake, driven by TRL
+    own_colocated_engine = (v.mode == "colocate" and not v.enable_sleep_mode and (v.tensor_parallel_size or 1) == 1
+                            and c.backend != "unsloth" and f.rollouts == "trl" and not c.multi_turn.enabled)
+    rule(not f.overlap_generation or own_colocated_engine,
          "fast.overlap_generation", f.overlap_generation, "generates the next round in TRL's colocated vLLM "
          "engine on a worker thread: needs grpo.vllm.mode colocate without sleep mode, tensor_parallel_size 1, "
          "the peft backend, fast.rollouts trl and a single-turn run (the multi-turn rollout_func drives the "
          "engine itself)")
     rule(f.round_logprob_rows >= 0, "fast.round_logprob_rows", f.round_logprob_rows,
          "must be >= 0 rows (0: TRL's per_device_train_batch_size)")
-    rule(not f.generation_process or (v.mode == "colocate" and not v.enable_sleep_mode
-                                      and (v.tensor_parallel_size or 1) == 1 and c.backend != "unsloth"
-                                      and f.rollouts == "trl" and not c.multi_turn.enabled),
+    rule(not f.generation_process or own_colocated_engine,
          "fast.generation_process", f.generation_process, "moves TRL's colocated vLLM engine into a child "
          "process: needs grpo.vllm.mode colocate without sleep mode, tensor_parallel_size 1, the peft backend, "
          "fast.rollouts trl and a single-turn run")
