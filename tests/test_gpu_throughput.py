@@ -134,7 +134,7 @@ def test_an_unknown_variant_stops_before_anything_runs(tmp_path):
 @pytest.mark.slow
 def test_one_variant_end_to_end_on_cpu(tmp_path, tiny_model_dir):
     """The worker's whole path on CPU: train through toolrl_lib, clock the steps, one row (step 3
-    profiled); a vLLM variant on this box is a row with the one-line missing-vLLM error, and the run
+    profiled, step 4's Python stacks sampled); a vLLM variant on this box is a row with the one-line missing-vLLM error, and the run
     goes on."""
     from toolrl_lib.data.example import write_jsonl
     from toolrl_lib.data.synthetic import generate_examples
@@ -145,10 +145,13 @@ def test_one_variant_end_to_end_on_cpu(tmp_path, tiny_model_dir):
             "grpo.gradient_accumulation_steps=1", "grpo.max_completion_length=8"]
     rc = tp.main(["run", "--out", str(tmp_path / "out"), "--device", "cpu", "--variants", "trl_generate,vllm",
                   "--round", "16", "--rounds", "1", "--warmup-rounds", "1", "--budget-s", "300",
-                  "--min-start-s", "0", "--profile-steps", "3", *(f"--set={s}" for s in sets)])
+                  "--min-start-s", "0", "--profile-steps", "3", "--sample-steps", "4",
+                  *(f"--set={s}" for s in sets)])
     rows = json.loads((tmp_path / "out" / "grpo_throughput.json").read_text())["rows"]
     profiled = [json.loads(line) for line in (tmp_path / "out" / "profile" / "trl_generate.jsonl").open()]
-    assert [(p["first"], p["last"]) for p in profiled] == [(3, 3)] and rows[0]["profiled_steps"] == "3"
+    assert [(p.get("kind"), p["first"], p["last"]) for p in profiled] == [(None, 3, 3), ("stacks", 4, 4)]
+    assert rows[0]["profiled_steps"] == "3;4" and profiled[1]["samples"] > 0
+    assert (tmp_path / "out" / "profile" / "trl_generate_steps4-4_stacks.collapsed").stat().st_size > 0
     assert rc == 0 and [r["path"] for r in rows] == ["trl_generate", "vllm"]
     assert "error" not in rows[0], rows[0]
     assert rows[0]["steps"] == 2 and rows[0]["completions"] == 16 and rows[0]["completions_per_s"] > 0

@@ -37,6 +37,15 @@ def test_check_trl_reports_a_renamed_or_reordered_method():
         trl_compat.require_trl(Reordered)
 
 
+def test_check_trl_reports_a_vllm_generation_without_what_the_engine_process_replaces():
+    from trl.generation.vllm_generation import VLLMGeneration
+
+    class Renamed(VLLMGeneration):
+        _iter_named_params = None
+
+    assert trl_compat.check_trl(generation_class=Renamed) == ["VLLMGeneration._iter_named_params is missing"]
+
+
 def test_hooks_compose_in_installation_order():
     class Trainer:
         def _generate_single_turn(self, x):

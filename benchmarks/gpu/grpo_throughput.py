@@ -247,10 +247,13 @@ def worker(args: argparse.Namespace) -> int:
     if args.profile_steps:  # a profiling run: its rows are marked, its timings carry the profiler's cost
         from benchmarks.gpu.step_profile import make_callback
         callbacks.append(make_callback(args.profile_steps, Path(args.out), args.variant))
+    if args.sample_steps:  # the main thread's Python stacks over these steps (step_profile.StackSampler)
+        from benchmarks.gpu.step_profile import make_sampler_callback
+        callbacks.append(make_sampler_callback(args.sample_steps, Path(args.out), args.variant))
     run = Path(args.out) / "runs" / args.variant
     row: dict[str, Any] = {"model": "embedded", "path": args.variant, "what": what}
-    if args.profile_steps:
-        row["profiled_steps"] = args.profile_steps
+    if args.profile_steps or args.sample_steps:
+        row["profiled_steps"] = ";".join(filter(None, (args.profile_steps, args.sample_steps)))
     try:
         train(config, run, callbacks=callbacks)
         row.update(summarize(clock.ends[:timed_steps], clock.memory[:timed_steps], read_generation_times(run),
@@ -338,7 +341,8 @@ def run_all(args: argparse.Namespace) -> int:
         raise SystemExit(f"unknown variant {unknown[0]!r}; known: {', '.join(VARIANTS)}")
     common = ["--out", str(out), "--config", args.config, "--device", args.device, "--rounds", str(args.rounds),
               "--warmup-rounds", str(args.warmup_rounds), "--round", str(args.round),
-              *(f"--set={s}" for s in args.set), *(["--profile-steps", args.profile_steps] if args.profile_steps else [])]
+              *(f"--set={s}" for s in args.set), *(["--profile-steps", args.profile_steps] if args.profile_steps else []),
+              *(["--sample-steps", args.sample_steps] if args.sample_steps else [])]
     jobs = [Job(v, [sys.executable, "-m", "benchmarks.gpu.grpo_throughput", "worker", "--variant", v, *common],
                 log=out / f"{v}.log") for v in variants]
     rows: list[dict[str, Any]] = []
@@ -425,6 +429,8 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--set", action="append", default=[], help="extra KEY=VALUE for every variant")
         p.add_argument("--profile-steps", default="", help="torch profiler over these optimizer steps, e.g. "
                        "'9;10-11' (benchmarks/gpu/step_profile.py); the rows then carry the profiler's cost")
+        p.add_argument("--sample-steps", default="", help="the main thread's Python stacks sampled over these "
+                       "optimizer steps, e.g. '17;18-24' (step_profile.StackSampler); the rows then carry its cost")
         if name == "run":
             p.add_argument("--variants", default=DEFAULT_VARIANTS)
             p.add_argument("--budget-s", type=float, default=540)

@@ -229,10 +229,14 @@ case "${1:?step}" in
      timeout "$(left "${TPQ_S:-180}")" python3 -m benchmarks.gpu.grpo_throughput run --out "$OUT/tp" \
        --budget-s "$(left "${TPQ_S:-180}")" --min-start-s 30 ${TP_ARGS:-} \
        --command "python -m benchmarks.gpu.grpo_throughput run --out \$OUT ${TP_ARGS:-}"
-     find "$OUT/tp" \( -name "*.safetensors" -o -name "*.pt" -o -name "*.bin" \) -delete; ls "$OUT/tp" ;;
-  tpprof) python3 -m benchmarks.gpu.grpo_throughput run --out /tmp/tpprof --budget-s "$(left "${STPP:-200}")" \
-       --variants "${PROF_VARIANT:-vllm_mb64_nodetok}" --rounds 1 --profile-steps "${PROF_STEPS:-9;10-11}" \
-       --command "python -m benchmarks.gpu.grpo_throughput run --out \$OUT --variants ${PROF_VARIANT:-vllm_mb64_nodetok} --rounds 1 --profile-steps '${PROF_STEPS:-9;10-11}'"
+     find "$OUT/tp" \( -name "*.safetensors" -o -name "*.pt" -o -name "*.bin" \) -delete
+     # a device call returns at most 8 files: the rows, logs and each run's metrics.csv as one archive
+     tar czf "$OUT/tp_all.tar.gz" -C "$OUT" tp && rm -rf "$OUT/tp/runs" "$OUT/tp/rows" "$OUT"/tp/*.log; ls "$OUT/tp" ;;
+  tpprof) # PROF_STEPS: torch profiler windows; SAMPLE_STEPS: Python stack-sampling windows (PROF_ROUNDS 2: '17;18-24')
+     prof=(--variants "${PROF_VARIANT:-vllm_mb64_nodetok}" --rounds "${PROF_ROUNDS:-1}" --profile-steps "${PROF_STEPS-9;10-11}"
+           ${SAMPLE_STEPS:+--sample-steps "$SAMPLE_STEPS"})
+     python3 -m benchmarks.gpu.grpo_throughput run --out /tmp/tpprof --budget-s "$(left "${STPP:-200}")" "${prof[@]}" \
+       --command "python -m benchmarks.gpu.grpo_throughput run --out \$OUT ${prof[*]}"
      cat /tmp/tpprof/profile/*.jsonl; grep -v "it/s]" /tmp/tpprof/*.log | grep -i "error\|fast:" | tail -4
      pack profile --exclude="*.safetensors" --exclude="*.pt" --exclude="*.bin" -C /tmp tpprof ;;
   bfclv) S=${SBV:-560}; mkdir -p /tmp/bv

@@ -102,6 +102,124 @@ def make_callback(windows_text: str, out: Path, name: str) -> Any:
     return StepProfiler()
 
 
+class StackSampler:
+    """Where the main thread's Python is, sampled from a thread every ``interval_s``.
+
+    torch's profiler times ops, not the Python between them; a mid-round step of the embedded
+    model is bound by the host (the GPU busy ~29% of it) and ``fast.fused_lora`` removed a third
+    of its ops and none of its time, so what bounds it is found by sampling the interpreter's
+    stack (py-spy is not on the GPU host). ``self`` counts the innermost frame of each sample (the
+    Python function that was running or had called into C), ``inclusive`` every function on the
+    stack once. The sampler needs the interpreter lock to look, which the main thread gives up at
+    least every ``sys.getswitchinterval()`` (5 ms) and whenever torch or a pipe releases it, so
+    samples fall on those points: read shares, not exact times.
+    """
+
+    def __init__(self, interval_s: float = 0.002, depth: int = 48) -> None:
+        import threading
+
+        self.interval_s, self.depth = interval_s, depth
+        self.target = threading.main_thread().ident
+        self.self_counts: dict[str, int] = {}
+        self.inclusive: dict[str, int] = {}
+        self.stacks: dict[str, int] = {}
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="toolrl-stack-sampler", daemon=True)
+
+    @staticmethod
+    def frame_name(frame: Any) -> str:
+        code = frame.f_code
+        path = code.co_filename
+        for marker in ("site-packages/", "toolrl_lib/", "benchmarks/"):
+            if marker in path:
+                path = (marker if marker != "site-packages/" else "") + path.split(marker, 1)[1]
+                break
+        return f"{path}:{code.co_name}"
+
+    def sample(self, frame: Any) -> None:
+        """Count one stack (innermost frame first)."""
+        names: list[str] = []
+        while frame is not None and len(names) < self.depth:
+            names.append(self.frame_name(frame))
+            frame = frame.f_back
+        if not names:
+            return
+        self.samples += 1
+        self.self_counts[names[0]] = self.self_counts.get(names[0], 0) + 1
+        for name in set(names):
+            self.inclusive[name] = self.inclusive.get(name, 0) + 1
+        key = ";".join(reversed(names))
+        self.stacks[key] = self.stacks.get(key, 0) + 1
+
+    def _run(self) -> None:
+        import sys
+
+        while not self._stop.wait(self.interval_s):
+            frame = sys._current_frames().get(self.target)
+            if frame is not None:
+                self.sample(frame)
+
+    def start(self) -> StackSampler:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def table(self, top: int = 40) -> str:
+        """The ``top`` functions by self and by inclusive samples, with their shares."""
+        lines = [f"{self.samples} samples every {self.interval_s * 1e3:g} ms"]
+        for title, counts in (("self", self.self_counts), ("inclusive", self.inclusive)):
+            lines += ["", f"== by {title} samples"]
+            for name, count in sorted(counts.items(), key=lambda item: -item[1])[:top]:
+                lines.append(f"{count:7d} {count / max(self.samples, 1):6.1%}  {name}")
+        return "\n".join(lines) + "\n"
+
+    def collapsed(self) -> str:
+        """The stacks in the collapsed format flame-graph tools read (``a;b;c count``)."""
+        return "".join(f"{key} {count}\n" for key, count in sorted(self.stacks.items(), key=lambda item: -item[1]))
+
+
+def make_sampler_callback(windows_text: str, out: Path, name: str, interval_s: float = 0.002) -> Any:
+    """A ``TrainerCallback`` that runs a ``StackSampler`` over each window and writes
+    ``<out>/profile/<name>_steps<a>-<b>_stacks.txt`` (the tables), ``..._stacks.collapsed`` and a
+    JSON line (``kind: "stacks"``) with the window's wall seconds and sample count."""
+    from transformers import TrainerCallback
+
+    windows = parse_windows(windows_text)
+    folder = Path(out) / "profile"
+
+    class SamplerCallback(TrainerCallback):
+        def __init__(self) -> None:
+            self.active: tuple[StackSampler, tuple[int, int], float] | None = None
+
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            window = next((w for w in windows if w[0] == state.global_step + 1), None)
+            if window is not None and self.active is None:
+                self.active = (StackSampler(interval_s).start(), window, time.perf_counter())
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if self.active is None or state.global_step != self.active[1][1]:
+                return
+            sampler, (first, last), began = self.active
+            self.active = None
+            sampler.stop()
+            wall = time.perf_counter() - began
+            folder.mkdir(parents=True, exist_ok=True)
+            stem = f"{name}_steps{first}-{last}_stacks"
+            (folder / f"{stem}.txt").write_text(f"wall {wall:.3f} s\n" + sampler.table())
+            (folder / f"{stem}.collapsed").write_text(sampler.collapsed())
+            row = {"name": name, "kind": "stacks", "first": first, "last": last, "wall_s": round(wall, 4),
+                   "samples": sampler.samples}
+            with (folder / f"{name}.jsonl").open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(row) + "\n")
+            print("profile:", json.dumps(row), flush=True)
+
+    return SamplerCallback()
+
+
 def read_window(text: str, top: int = 8) -> dict[str, Any]:
     """The figures of one window's ``.txt``: wall, GPU and CPU totals (seconds), the ``top``
     aten ops by their kernels' own time (ms, share, calls)."""
@@ -127,6 +245,23 @@ def read_window(text: str, top: int = 8) -> dict[str, Any]:
             "gpu_busy": round(gpu / wall, 2), "top_gpu_ops": ops}
 
 
+def read_stacks(path: Path, top: int = 20) -> dict[str, Any]:
+    """A ``StackSampler`` window file back into figures: wall, samples, the top self frames."""
+    import re
+
+    text = path.read_text()
+    wall = float(re.search(r"wall ([0-9.]+) s", text).group(1))
+    samples = int(re.search(r"^(\d+) samples", text, re.M).group(1))
+    section = text.split("== by self samples", 1)[1].split("== by", 1)[0]
+    frames = []
+    for line in section.strip().splitlines()[:top]:
+        count, share, frame = line.split(None, 2)
+        frames.append({"frame": frame, "samples": int(count), "share": round(int(count) / max(samples, 1), 3)})
+    stem = path.stem.removesuffix("_stacks")
+    return {"variant": stem.rsplit("_steps", 1)[0], "steps": stem.rsplit("_steps", 1)[1], "wall_s": wall,
+            "samples": samples, "top_self": frames}
+
+
 def report(argv: list[str] | None = None) -> int:
     """``python -m benchmarks.gpu.step_profile --profile DIR=LABEL ... --out benchmarks/results``:
     every window of every profile folder, one JSON and one markdown table."""
@@ -138,16 +273,20 @@ def report(argv: list[str] | None = None) -> int:
     parser.add_argument("--note", default="")
     parser.add_argument("--command", default="")
     args = parser.parse_args(argv)
-    rows = []
+    rows: list[dict[str, Any]] = []
+    stacks: list[dict[str, Any]] = []
     for item in args.profile:
         folder, _, label = item.partition("=")
         for path in sorted(Path(folder).glob("*_steps*.txt")):
+            if path.stem.endswith("_stacks"):
+                stacks.append({"label": label or Path(folder).name, **read_stacks(path)})
+                continue
             steps = path.stem.rsplit("_steps", 1)[1]
             rows.append({"label": label or Path(folder).name, "variant": path.stem.rsplit("_steps", 1)[0],
                          "steps": steps, **read_window(path.read_text())})
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "grpo_step_profile.json").write_text(json.dumps({"rows": rows, "note": args.note,
+    (out / "grpo_step_profile.json").write_text(json.dumps({"rows": rows, "stacks": stacks, "note": args.note,
                                                             "command": args.command}, indent=1))
     lines = ["| profile | variant | steps | wall s | GPU kernels s | GPU busy | host op time s | top GPU ops (ms) |",
              "|" + " --- |" * 8]
@@ -155,6 +294,10 @@ def report(argv: list[str] | None = None) -> int:
         top = ", ".join(f"{o['op'].removeprefix('aten::')} {o['gpu_ms']:.0f}" for o in r["top_gpu_ops"][:5])
         lines.append(f"| {r['label']} | {r['variant']} | {r['steps']} | {r['wall_s']} | {r['gpu_s']} | "
                      f"{r['gpu_busy']:.0%} | {r['cpu_s']} | {top} |")
+    for st in stacks:
+        lines += ["", f"Python stacks of {st['variant']}, steps {st['steps']} ({st['label']}): {st['samples']} samples "
+                  f"over {st['wall_s']} s, the innermost frames (self) with the most samples:", ""]
+        lines += [f"- {f['share']:.0%} `{f['frame']}`" for f in st["top_self"][:12]]
     if args.note:
         lines += ["", args.note]
     if args.command:

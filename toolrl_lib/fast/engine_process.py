@@ -269,6 +269,9 @@ def engine_client(llm_kwargs: dict[str, Any]) -> EngineClient:
 
 def install(trainer: Any) -> str:
     """Replace TRL's in-process weight sync on ``trainer.vllm_generation`` with ``IPCWeightSync``."""
+    from toolrl_lib.fast import trl_compat
+
+    trl_compat.require_trl()  # VLLMGeneration's sync_weights and _iter_named_params among them
     generation = getattr(trainer, "vllm_generation", None)
     if generation is None or getattr(generation, "mode", None) != "colocate":
         raise ValueError("fast.generation_process needs TRL's colocated vLLM engine (grpo.vllm.mode: colocate)")

@@ -39,23 +39,31 @@ PRIVATE_API: dict[str, tuple[str, ...]] = {
     "_load_optimizer_and_scheduler": ("checkpoint",),
 }
 ROLLOUT_METHODS = ("_generate_single_turn", "_generate")
+# trl.generation.vllm_generation.VLLMGeneration (the trainer's ``vllm_generation``) -> parameters:
+# fast.generation_process replaces ``sync_weights`` and reads the weights through ``_iter_named_params``
+GENERATION_API: dict[str, tuple[str, ...]] = {"_iter_named_params": (), "sync_weights": ()}
 
 
-def check_trl(trainer_class: Any = None) -> list[str]:
-    """What in ``PRIVATE_API`` the installed GRPOTrainer lacks or names differently (empty: all
-    there). Parameters must appear in this order, other ones may sit between or after them."""
+def check_trl(trainer_class: Any = None, generation_class: Any = None) -> list[str]:
+    """What in ``PRIVATE_API`` (and ``GENERATION_API``) the installed GRPOTrainer (and
+    VLLMGeneration) lacks or names differently (empty: all there). Parameters must appear in this
+    order, other ones may sit between or after them."""
     if trainer_class is None:
         from trl import GRPOTrainer as trainer_class
+    if generation_class is None:
+        from trl.generation.vllm_generation import VLLMGeneration as generation_class
     problems = []
-    for name, expected in PRIVATE_API.items():
-        method = getattr(trainer_class, name, None)
-        if method is None:
-            problems.append(f"GRPOTrainer.{name} is missing")
-            continue
-        params = [p for p in inspect.signature(method).parameters if p != "self"]
-        positions = [params.index(p) if p in params else -1 for p in expected]
-        if -1 in positions or positions != sorted(positions):
-            problems.append(f"GRPOTrainer.{name}{tuple(params)} no longer takes {expected} in order")
+    for owner, api, label in ((trainer_class, PRIVATE_API, "GRPOTrainer"),
+                              (generation_class, GENERATION_API, "VLLMGeneration")):
+        for name, expected in api.items():
+            method = getattr(owner, name, None)
+            if method is None:
+                problems.append(f"{label}.{name} is missing")
+                continue
+            params = [p for p in inspect.signature(method).parameters if p != "self"]
+            positions = [params.index(p) if p in params else -1 for p in expected]
+            if -1 in positions or positions != sorted(positions):
+                problems.append(f"{label}.{name}{tuple(params)} no longer takes {expected} in order")
     return problems
 
 
