@@ -231,7 +231,7 @@ case "${1:?step}" in
        --command "python -m benchmarks.gpu.grpo_throughput run --out \$OUT ${TP_ARGS:-}"
      find "$OUT/tp" \( -name "*.safetensors" -o -name "*.pt" -o -name "*.bin" \) -delete
      # a device call returns at most 8 files: the rows, logs and each run's metrics.csv as one archive
-     tar czf "$OUT/tp_all.tar.gz" -C "$OUT" tp && rm -rf "$OUT/tp/runs" "$OUT/tp/rows" "$OUT"/tp/*.log; ls "$OUT/tp" ;;
+     tar czf "$OUT/tp_all.tar.gz" -C "$OUT" tp && rm -rf "$OUT/tp/runs" "$OUT/tp/rows" "$OUT/tp/profile" "$OUT"/tp/*.log; ls "$OUT/tp" ;;
   tpprof) # PROF_STEPS: torch profiler windows; SAMPLE_STEPS: Python stack-sampling windows (PROF_ROUNDS 2: '17;18-24')
      prof=(--variants "${PROF_VARIANT:-vllm_mb64_nodetok}" --rounds "${PROF_ROUNDS:-1}" --profile-steps "${PROF_STEPS-9;10-11}"
            ${SAMPLE_STEPS:+--sample-steps "$SAMPLE_STEPS"})
