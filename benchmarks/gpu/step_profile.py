@@ -245,11 +245,56 @@ def read_window(text: str, top: int = 8) -> dict[str, Any]:
             "gpu_busy": round(gpu / wall, 2), "top_gpu_ops": ops}
 
 
+# The frames of a log-prob forward: TRL's method (or our hooks standing for it: fast.shared_prompt,
+# fast.round_logprob_rows),
+# the model call TRL wraps (its fused LM head) and the decoder layers
+_LOGPROB_FORWARD = ("_get_per_token_logps_and_entropies", "shared_prompt.py:", "round_logprobs.py:",
+                    "utils.py:_fused_forward", "modeling_layers.py:__call__")
+# Where a GRPO step's samples fall: a region counts a sample when each of its entries is on the
+# sample's stack (an entry that is a tuple: any one of its frame names). TRL 1.15 and transformers'
+# frame names; a sample may fall in several regions or in none
+REGIONS: dict[str, tuple[str | tuple[str, ...], ...]] = {
+    "backward": ("torch/autograd/graph.py:_engine_run_backward",),
+    "loss forward": ("grpo_trainer.py:_compute_loss",),
+    "round log-prob forward": ("grpo_trainer.py:_generate_and_score_completions", _LOGPROB_FORWARD),
+    "weight sync": ("sync_weights",),
+    "engine-process weight sync": ("engine_process.py:__call__",),
+    "next round's prompts": ("overlap.py:next_prompt_ids",),
+    "prompt tokenisation": ("grpo_trainer.py:_tokenize_prompts",),
+    "rewards": ("grpo_trainer.py:_calculate_rewards",),
+    "optimizer": ("torch/optim/optimizer.py",),
+    "gradient clipping": ("clip_grad.py",),
+    "callbacks": ("trainer_callback.py:call_event",),
+}
+
+
+def region_shares(collapsed: str) -> dict[str, float]:
+    """Each ``REGIONS`` entry's share of the samples of a ``.collapsed`` text (absent: none).
+
+    >>> region_shares("a;grpo_trainer.py:_compute_loss;x 3\\nb;clip_grad.py:y 1\\n")
+    {'loss forward': 0.75, 'gradient clipping': 0.25}
+    >>> region_shares("grpo_trainer.py:_generate_and_score_completions;shared_prompt.py:per_token 1\\n"
+    ...               "grpo_trainer.py:_generate_and_score_completions;trl_compat.py:hooked 1\\n")
+    {'round log-prob forward': 0.5}
+    """
+    counts = dict.fromkeys(REGIONS, 0)
+    total = 0
+    for line in collapsed.splitlines():
+        stack, _, count = line.rpartition(" ")
+        total += int(count)
+        for name, frames in REGIONS.items():
+            if all(any(f in stack for f in ((frame,) if isinstance(frame, str) else frame)) for frame in frames):
+                counts[name] += int(count)
+    return {name: round(count / total, 3) for name, count in counts.items() if count and total}
+
+
 def read_stacks(path: Path, top: int = 20) -> dict[str, Any]:
-    """A ``StackSampler`` window file back into figures: wall, samples, the top self frames."""
+    """A ``StackSampler`` window file back into figures: wall, samples, the top self frames and
+    (from the ``.collapsed`` file beside it) the ``REGIONS``' shares."""
     import re
 
     text = path.read_text()
+    collapsed = path.with_suffix(".collapsed")
     wall = float(re.search(r"wall ([0-9.]+) s", text).group(1))
     samples = int(re.search(r"^(\d+) samples", text, re.M).group(1))
     section = text.split("== by self samples", 1)[1].split("== by", 1)[0]
@@ -259,7 +304,8 @@ def read_stacks(path: Path, top: int = 20) -> dict[str, Any]:
         frames.append({"frame": frame, "samples": int(count), "share": round(int(count) / max(samples, 1), 3)})
     stem = path.stem.removesuffix("_stacks")
     return {"variant": stem.rsplit("_steps", 1)[0], "steps": stem.rsplit("_steps", 1)[1], "wall_s": wall,
-            "samples": samples, "top_self": frames}
+            "samples": samples, "top_self": frames,
+            "regions": region_shares(collapsed.read_text()) if collapsed.exists() else {}}
 
 
 def report(argv: list[str] | None = None) -> int:
@@ -289,7 +335,7 @@ def report(argv: list[str] | None = None) -> int:
     (out / "grpo_step_profile.json").write_text(json.dumps({"rows": rows, "stacks": stacks, "note": args.note,
                                                             "command": args.command}, indent=1))
     lines = ["| profile | variant | steps | wall s | GPU kernels s | GPU busy | host op time s | top GPU ops (ms) |",
-             "|" + " --- |" * 8]
+             "|" + " --- |" * 8] if rows else []
     for r in rows:
         top = ", ".join(f"{o['op'].removeprefix('aten::')} {o['gpu_ms']:.0f}" for o in r["top_gpu_ops"][:5])
         lines.append(f"| {r['label']} | {r['variant']} | {r['steps']} | {r['wall_s']} | {r['gpu_s']} | "
@@ -298,11 +344,14 @@ def report(argv: list[str] | None = None) -> int:
         lines += ["", f"Python stacks of {st['variant']}, steps {st['steps']} ({st['label']}): {st['samples']} samples "
                   f"over {st['wall_s']} s, the innermost frames (self) with the most samples:", ""]
         lines += [f"- {f['share']:.0%} `{f['frame']}`" for f in st["top_self"][:12]]
+        if st["regions"]:
+            lines += ["", "By region (a sample counts in every region whose frames are on its stack): " + ", ".join(
+                f"{name} {share:.0%} (~{share * st['wall_s']:.2f} s)" for name, share in st["regions"].items()) + "."]
     if args.note:
         lines += ["", args.note]
     if args.command:
         lines += ["", "```bash", args.command, "```"]
-    (out / "grpo_step_profile.md").write_text("\n".join(lines) + "\n")
+    (out / "grpo_step_profile.md").write_text("\n".join(lines).lstrip("\n") + "\n")
     print("\n".join(lines))
     return 0
 
