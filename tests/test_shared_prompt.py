@@ -80,8 +80,21 @@ def test_batched_shared_prompt_logps_match_trl(fused_model):
 
 def test_chunks_keep_groups_whole():
     groups = [([1, 2], [0, 3]), ([5, 6, 7], [1, 2, 4]), ([8, 9], [5])]
-    assert [[rows for _, rows in chunk] for chunk in chunk_groups(groups, 3)] == [[[0, 3]], [[1, 2, 4]], [[5]]]
+    # shortest prompts first: the two 2-token prompts share a chunk, the 3-token one goes on its own
+    assert [[rows for _, rows in chunk] for chunk in chunk_groups(groups, 3)] == [[[0, 3], [5]], [[1, 2, 4]]]
     assert len(chunk_groups(groups, 6)) == 1 and len(chunk_groups(groups, 1)) == 3  # a larger group goes alone
+
+
+def test_chunks_by_prompt_length_change_no_row(fused_model):
+    """Chunks of similar prompt lengths (less padding) give each row what one chunk gives it."""
+    ids, mask, c = _batch()
+    groups = prompt_groups(ids, mask, c)  # A (6 tokens, rows 0, 2, 3) then B (3 tokens, row 1)
+    assert [[len(p) for p, _ in chunk] for chunk in chunk_groups(groups, 3)] == [[3], [6]]
+    with torch.no_grad():
+        one, _ = batched_in_chunks(fused_model, ids, mask, c, False, groups, rows=4)
+        split, _ = batched_in_chunks(fused_model, ids, mask, c, False, groups, rows=3)
+    real = mask[:, -c:].bool()
+    assert torch.allclose(one[real], split[real], atol=1e-5)
 
 
 def test_install_routes_shared_batches_and_leaves_the_rest_to_trl(fused_model):

@@ -110,6 +110,16 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "vllm_fast_shared_nois_fused_engine_overlap": ("vllm_fast_shared_fused_engine_overlap without the correction",
                                                    VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED,
                                                                              *FUSED, OVERLAP, PROCESS, NOIS]),
+    "vllm_fast_shared_fused_engine_overlap_r128": ("vllm_fast_shared_fused_engine_overlap with the round's log-prob "
+                                                   "forward in chunks of 128 rows, shortest prompts first (less "
+                                                   "padding: benchmarks/results/round_logprob_padding.md)",
+                                                   VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED,
+                                                                             *FUSED, OVERLAP, PROCESS,
+                                                                             "fast.round_logprob_rows=128"]),
+    "vllm_fast_shared_fused_engine_overlap_r256": ("vllm_fast_shared_fused_engine_overlap_r128 with chunks of 256 rows",
+                                                   VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED,
+                                                                             *FUSED, OVERLAP, PROCESS,
+                                                                             "fast.round_logprob_rows=256"]),
     "trl_generate_fast": ("transformers generate (no vLLM), micro-batch 64 of whole groups, shared prompts, "
                           "bf16 LoRA inputs", ONE_MICRO_BATCH + [BF16_LORA, *GROUPED_SHARED]),
     "vllm_fast_shared_full": ("vllm_fast_shared as full fine-tuning (lora.enabled=false): a different recipe; no "
@@ -203,6 +213,20 @@ def sampling_figures(metrics: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def profile_key(windows_text: str, warmup_steps: int, last_timed_step: int) -> str:
+    """The row field that records profiling windows: ``profiled_steps`` when one reaches into the
+    timed steps (the row's figures then carry the profiler's cost and its table cell says so),
+    ``warmup_profiled_steps`` when all lie in the warm-up rounds or past the timed steps.
+
+    >>> profile_key("2-8", 8, 32), profile_key("9;10-11", 8, 32), profile_key("33", 8, 32)
+    ('warmup_profiled_steps', 'profiled_steps', 'warmup_profiled_steps')
+    """
+    from benchmarks.gpu.step_profile import parse_windows
+
+    timed = any(last > warmup_steps and first <= last_timed_step for first, last in parse_windows(windows_text))
+    return "profiled_steps" if timed else "warmup_profiled_steps"
+
+
 def worker(args: argparse.Namespace) -> int:
     """One variant in this process: train, clock the steps, write ``<out>/rows/<variant>.json``."""
     began = time.perf_counter()
@@ -253,7 +277,8 @@ def worker(args: argparse.Namespace) -> int:
     run = Path(args.out) / "runs" / args.variant
     row: dict[str, Any] = {"model": "embedded", "path": args.variant, "what": what}
     if args.profile_steps or args.sample_steps:
-        row["profiled_steps"] = ";".join(filter(None, (args.profile_steps, args.sample_steps)))
+        windows_text = ";".join(filter(None, (args.profile_steps, args.sample_steps)))
+        row[profile_key(windows_text, args.warmup_rounds * spr, timed_steps)] = windows_text
     try:
         train(config, run, callbacks=callbacks)
         row.update(summarize(clock.ends[:timed_steps], clock.memory[:timed_steps], read_generation_times(run),

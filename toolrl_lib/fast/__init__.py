@@ -46,6 +46,9 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
     ``per_device_train_batch_size`` (``round_logprobs.py``): without gradients far larger chunks
     fit, and on a GPU each chunk's launches cost the same host time whatever its size. With 512
     (one chunk a round) a round's first step fell from 2.7-3.3 to 2.3-2.7 s on an H100 (run 5).
+    Under ``shared_prompt`` chunks hold whole groups, shortest prompts first, so a smaller chunk
+    pads less (128 rows: 1.20x the real prompt tokens against 1.96x for one chunk of 512,
+    ``benchmarks/results/round_logprob_padding.md``); GPU seconds not yet measured.
 ``compile_layers: true`` (GPU, vLLM rollouts)
     The trainer's decoder layers compiled once for all layers (``compiled_layers.py``): fused
     kernels where the H200 step is bound by launching ~5,000 small ones. Same numbers (tested);
@@ -88,9 +91,10 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
     TRL's ``LLM`` becomes a client over a pipe (prompt ids out, token ids and log-probs back), and
     TRL's in-process weight sync becomes copies into flat buffers the engine mapped once through
     CUDA IPC. With ``overlap_generation`` the next round is generated outside the trainer's
-    interpreter. Tested on the CPU against a stand-in engine process; not yet run on a GPU (run 5
-    measured the step before it, vLLM's engine core alone in a child process: 114.4/s, the fastest
-    row of the course's recipe, ``grpo_throughput.md``). Off by default.
+    interpreter. Measured on an H100 (run 6, ``grpo_throughput.md``): with the overlap 128.2
+    against 107.0 completions/s without it in the same run (1.20x; 4.78x TRL's generate), the
+    fastest row of the course's recipe; a round's first step 1.4-1.6 s instead of 2.6-3.1 s. Off by
+    default.
 ``generation_times: true``
     ``generation_times.rank<r>.jsonl`` per process, seconds per rollout round
     (``gen_timing.py``): where a multi-GPU step waits (``benchmarks/results/multi_gpu.md``).

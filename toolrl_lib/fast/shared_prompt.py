@@ -153,14 +153,20 @@ def inverse(order: Any) -> Any:
 
 
 def chunk_groups(groups: list[tuple[list[int], list[int]]], rows: int) -> list[list[tuple[list[int], list[int]]]]:
-    """Whole groups, in order, in chunks of at most ``rows`` rows (a larger group alone).
+    """Whole groups in chunks of at most ``rows`` rows (a larger group alone), shortest prompts first.
 
-    >>> [len(c) for c in chunk_groups([([1, 2], [0, 1]), ([3, 4], [2, 3]), ([5, 6], [4])], 4)]
-    [2, 1]
+    Each chunk's prompt forward is padded to its longest prompt, and each completion attends over
+    that width, so groups of similar prompt lengths go together. For the smoke set's prompts
+    (207-899 tokens), a round of 64 prompts in chunks of 128 rows pads the prompt forward to
+    1.20x the real tokens instead of 1.73x in arrival order (``benchmarks/round_logprob_padding.py``).
+    Which group shares a chunk changes no number: every row is computed on its own.
+
+    >>> [[len(p) for p, _ in c] for c in chunk_groups([([1, 2, 3], [0, 1]), ([4, 5], [2, 3]), ([6, 7, 8], [4])], 3)]
+    [[2], [3, 3]]
     """
     chunks: list[list[tuple[list[int], list[int]]]] = []
     size = 0
-    for group in groups:
+    for group in sorted(groups, key=lambda group: len(group[0])):
         if not chunks or size + len(group[1]) > rows:
             chunks.append([])
             size = 0
