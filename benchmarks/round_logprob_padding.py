@@ -37,19 +37,6 @@ ROOT = Path(__file__).resolve().parents[1]
 TRAIN = "data/processed/smoke/train.jsonl"
 
 
-def arrival_chunks(groups: list[tuple[list[int], list[int]]], rows: int) -> list[list[tuple[list[int], list[int]]]]:
-    """Whole groups in arrival order, at most ``rows`` rows a chunk: the layout before sorting."""
-    chunks: list[list[tuple[list[int], list[int]]]] = []
-    size = 0
-    for group in groups:
-        if not chunks or size + len(group[1]) > rows:
-            chunks.append([])
-            size = 0
-        chunks[-1].append(group)
-        size += len(group[1])
-    return chunks
-
-
 def positions(chunks: list[list[tuple[list[int], list[int]]]], completion: int) -> tuple[int, int]:
     """(prompt-forward positions, completion keys) of a chunked round. A prompt's forward leaves
     out its last token (it leads its completions), and each completion row attends over the
@@ -80,7 +67,8 @@ def simulate(lengths: list[int], *, prompts: int, group: int, completion: int, c
         real_prompt += sum(n - 1 for n in drawn)
         real_keys += sum(group * (n - 1 + completion + 1) for n in drawn)
         for rows in chunk_rows:
-            for order, chunks in (("arrival", arrival_chunks(groups, rows)), ("sorted", chunk_groups(groups, rows))):
+            for order, chunks in (("arrival", chunk_groups(groups, rows, by_length=False)),
+                                  ("sorted", chunk_groups(groups, rows))):
                 p, k = positions(chunks, completion)
                 total = totals.setdefault((rows, order), [0, 0, 0])
                 total[0] += p

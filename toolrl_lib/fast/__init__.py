@@ -85,7 +85,8 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
     dataloader is read one round ahead; a round whose prompts were not prefetched is generated as
     TRL does. Measured slower on an H100 with the embedded model: 105.6 against 111.9 completions/s
     in the same run, the generation hidden but the round's scoring stretched by it (one interpreter
-    lock for both threads; ``benchmarks/results/grpo_throughput.md``, run 4). Off by default.
+    lock for both threads; ``benchmarks/results/grpo_throughput.md``, run 4); with
+    ``generation_process`` faster (run 6, below). Off by default.
 ``generation_process: true`` (GPU, vLLM colocate)
     TRL's colocated engine in a spawned process of its own on the same GPU (``engine_process.py``):
     TRL's ``LLM`` becomes a client over a pipe (prompt ids out, token ids and log-probs back), and

@@ -152,8 +152,10 @@ def inverse(order: Any) -> Any:
     return back
 
 
-def chunk_groups(groups: list[tuple[list[int], list[int]]], rows: int) -> list[list[tuple[list[int], list[int]]]]:
-    """Whole groups in chunks of at most ``rows`` rows (a larger group alone), shortest prompts first.
+def chunk_groups(groups: list[tuple[list[int], list[int]]], rows: int,
+                 by_length: bool = True) -> list[list[tuple[list[int], list[int]]]]:
+    """Whole groups in chunks of at most ``rows`` rows (a larger group alone), shortest prompts
+    first (``by_length=False``: in the order given).
 
     Each chunk's prompt forward is padded to its longest prompt, and each completion attends over
     that width, so groups of similar prompt lengths go together. For the smoke set's prompts
@@ -166,7 +168,7 @@ def chunk_groups(groups: list[tuple[list[int], list[int]]], rows: int) -> list[l
     """
     chunks: list[list[tuple[list[int], list[int]]]] = []
     size = 0
-    for group in sorted(groups, key=lambda group: len(group[0])):
+    for group in sorted(groups, key=lambda group: len(group[0])) if by_length else groups:
         if not chunks or size + len(group[1]) > rows:
             chunks.append([])
             size = 0
