@@ -128,6 +128,11 @@ VARIANTS: dict[str, Variant] = {
     "peft_vllm_gen_batch128": Variant(grpo={"generation_batch_size": 128},
                                       vllm={"kv_cache_gib": 16, "detokenize": False},
                                       note="TRL's vLLM colocate engine, 128 completions a round (4 optimizer steps)"),
+    # ...and Unsloth's own vLLM engine (FastLanguageModel.from_pretrained(fast_inference=True), the library's
+    # unsloth backend with grpo.vllm.mode colocate): Unsloth's training half, which decided run 4, with vLLM rollouts
+    "unsloth_vllm_gen_batch64": Variant(backend="unsloth", grpo={"generation_batch_size": 64},
+                                        vllm={"gpu_memory_utilization": 0.45},
+                                        note="Unsloth training + its own vLLM engine (fast_inference), 64 a round"),
 }
 DEFAULT_JOBS = ("peft_default,unsloth,peft_gen_batch64,peft_paged,peft_static_compile,"
                 "peft_gen_batch128,peft_no_gc,peft_micro32")
@@ -380,12 +385,24 @@ def peak_memory(row: dict[str, Any], cuda: bool) -> None:
 
 
 def policy_config(variant: Variant, w: Workload) -> Any:
-    """The settings the library's loaders read: LoRA r16/alpha32 on all 7 projections, bf16."""
-    from toolrl_lib.train.config import GRPOSection, LoraSection, ModelSection, RunConfig
+    """The settings the library's loaders read: LoRA r16/alpha32 on all 7 projections, bf16, and
+    for a vLLM variant ``grpo.vllm`` in colocate mode (the unsloth backend's loader reads it too:
+    ``fast_inference``)."""
+    from toolrl_lib.train.config import (
+        GRPOSection,
+        LoraSection,
+        ModelSection,
+        RunConfig,
+        VLLMSection,
+    )
 
-    return RunConfig(seed=0, model=ModelSection(dtype="bf16", max_seq_length=w.prompt_tokens + w.completion_tokens),
-                     lora=LoraSection(r=16, alpha=32, dropout=0.0, target_modules=list(ALL_PROJECTIONS)),
-                     grpo=GRPOSection(gradient_checkpointing=variant.grpo.get("gradient_checkpointing", True)))
+    config = RunConfig(seed=0, model=ModelSection(dtype="bf16", max_seq_length=w.prompt_tokens + w.completion_tokens),
+                       lora=LoraSection(r=16, alpha=32, dropout=0.0, target_modules=list(ALL_PROJECTIONS)),
+                       grpo=GRPOSection(gradient_checkpointing=variant.grpo.get("gradient_checkpointing", True)))
+    if variant.vllm is not None:
+        config.grpo.vllm = VLLMSection(mode="colocate", max_model_len=w.prompt_tokens + w.completion_tokens,
+                                       **variant.vllm)
+    return config
 
 
 def vllm_settings(variant: Variant, w: Workload) -> tuple[dict[str, Any], dict[str, Any], Any]:
@@ -393,15 +410,14 @@ def vllm_settings(variant: Variant, w: Workload) -> tuple[dict[str, Any], dict[s
     library (``grpo_vllm_kwargs``, ``colocated_engine``) as a run with ``grpo.vllm`` gets them. Fixed-length
     completions come from vLLM's ``ignore_eos`` (``suppress_tokens`` is transformers')."""
     from toolrl_lib.fast.vllm_engine import colocated_engine
-    from toolrl_lib.train.config import VLLMSection
     from toolrl_lib.train.trainer import grpo_vllm_kwargs
 
     config = policy_config(variant, w)
-    config.grpo.vllm = VLLMSection(mode="colocate", max_model_len=w.prompt_tokens + w.completion_tokens,
-                                   **(variant.vllm or {}))
-    fields = grpo_vllm_kwargs(config)
+    fields = grpo_vllm_kwargs(config, variant.backend)  # unsloth: none, its loader builds the engine
     sampling = {**fields.pop("generation_kwargs", {}), "ignore_eos": True}
     v = config.grpo.vllm
+    if variant.backend == "unsloth":
+        return fields, sampling, contextlib.nullcontext()
     return fields, sampling, colocated_engine(v.kv_cache_gib, v.dtype)
 
 

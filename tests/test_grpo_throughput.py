@@ -62,6 +62,25 @@ def test_vllm_variants_take_the_librarys_colocate_plumbing_without_importing_vll
         gt.load_policy(gt.VARIANTS["peft_vllm_gen_batch64"], a, w, cuda=False)
 
 
+def test_unsloth_vllm_variant_asks_unsloths_loader_for_its_engine_and_leaves_trl_alone():
+    """Unsloth's own vLLM at 8B shapes: FastLanguageModel gets fast_inference (the library's
+    unsloth_vllm_kwargs), TRL gets no use_vllm fields and no engine wrapper (Unsloth's patched
+    trainer uses the model's engine), sampling still runs to fixed length."""
+    from toolrl_lib.train.backend import unsloth_vllm_kwargs
+
+    w = gt.WORKLOADS["qwen3-8b"]
+    variant = gt.VARIANTS["unsloth_vllm_gen_batch64"]
+    assert unsloth_vllm_kwargs(gt.policy_config(variant, w)) == {
+        "fast_inference": True, "gpu_memory_utilization": 0.45, "max_lora_rank": 16}
+    assert unsloth_vllm_kwargs(gt.policy_config(gt.VARIANTS["unsloth_merged_gen_batch64"], w)) == {}
+    fields, sampling, engine = gt.vllm_settings(variant, w)
+    assert fields == {} and sampling == {"ignore_eos": True}
+    with engine:  # no TRL engine to wrap: a no-op here, where vLLM is not installed
+        pass
+    with pytest.raises(RuntimeError, match="CUDA GPU"):
+        gt.load_policy(variant, argparse.Namespace(model_dir=None, shapes="qwen3-8b"), w, cuda=False)
+
+
 def test_qwen3_8b_shapes_on_meta_device():
     import torch
     from transformers import AutoModelForCausalLM
