@@ -1,6 +1,6 @@
-"""Where a GRPO optimizer step spends its time: torch's profiler over chosen steps of a run.
+"""Where a GRPO optimizer step spends its time: torch's profiler (or Python stack sampling) over chosen steps of a run.
 
-``StepProfiler("9;10-11", out, "vllm")`` is a ``TrainerCallback``: it starts the profiler before
+``make_callback("9;10-11", out, "vllm")`` is a ``TrainerCallback``: it starts the profiler before
 the first step of each window (1-based optimizer steps, ``a-b`` inclusive) and stops it after
 the last, then writes ``<out>/profile/<name>_steps<a>-<b>.txt`` (the ops by GPU time and by CPU
 time) and one JSON line per window to ``<out>/profile/<name>.jsonl``:
@@ -12,6 +12,8 @@ time) and one JSON line per window to ``<out>/profile/<name>.jsonl``:
 
 The profiler adds its own host overhead, so its ``wall_s`` is above an unprofiled step's; read
 the shares, and time without it (``grpo_throughput``'s rows never come from a profiled run).
+``make_sampler_callback`` does the same with ``StackSampler`` (the main thread's Python stacks);
+both are ``window_callback`` with their own start, stop and files.
 """
 
 from __future__ import annotations
@@ -48,58 +50,77 @@ def device_seconds(events: Any) -> float:
                if getattr(event, "device_type", DeviceType.CPU) != DeviceType.CPU) / 1e6
 
 
-def make_callback(windows_text: str, out: Path, name: str) -> Any:
-    """The ``TrainerCallback`` (built here so that importing this module needs no transformers)."""
-    import torch
+def window_callback(windows_text: str, out: Path, name: str, start: Any, stop: Any, write: Any,
+                    kind: str | None = None) -> Any:
+    """A ``TrainerCallback`` over the optimizer-step windows of ``windows_text``: ``start()`` before
+    a window's first step (its handle kept), ``stop(handle)`` after its last, the wall clock between
+    them, then ``write(handle, folder, stem, wall)`` writes its files under ``<out>/profile`` and
+    returns the window's figures, appended as one JSON line to ``<out>/profile/<name>.jsonl``."""
     from transformers import TrainerCallback
 
     windows = parse_windows(windows_text)
     folder = Path(out) / "profile"
 
-    class StepProfiler(TrainerCallback):
+    class WindowCallback(TrainerCallback):
         def __init__(self) -> None:
             self.active: tuple[Any, tuple[int, int], float] | None = None
 
         def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            step = state.global_step + 1
-            window = next((w for w in windows if w[0] == step), None)
-            if window is None or self.active is not None:
-                return
-            activities = [torch.profiler.ProfilerActivity.CPU]
-            if torch.cuda.is_available():
-                activities.append(torch.profiler.ProfilerActivity.CUDA)
-                torch.cuda.synchronize()
-            profiler = torch.profiler.profile(activities=activities)
-            profiler.__enter__()
-            self.active = (profiler, window, time.perf_counter())
+            window = next((w for w in windows if w[0] == state.global_step + 1), None)
+            if window is not None and self.active is None:
+                self.active = (start(), window, time.perf_counter())
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             if self.active is None or state.global_step != self.active[1][1]:
                 return
-            profiler, (first, last), began = self.active
+            handle, (first, last), began = self.active
             self.active = None
-            if torch.cuda.is_available():
-                torch.cuda.synchronize()
+            stop(handle)
             wall = time.perf_counter() - began
-            profiler.__exit__(None, None, None)
-            events = profiler.key_averages()
-            busy = device_seconds(events)
             folder.mkdir(parents=True, exist_ok=True)
-            tables = []
-            for key in ("self_cuda_time_total", "self_cpu_time_total", "cpu_time_total"):
-                try:
-                    tables.append(f"== sorted by {key}\n{events.table(sort_by=key, row_limit=45, max_name_column_width=70)}")
-                except (AttributeError, KeyError, RuntimeError) as error:  # the key's name moved in a torch release
-                    tables.append(f"== sorted by {key}: {error}")
-            stem = f"{name}_steps{first}-{last}"
-            (folder / f"{stem}.txt").write_text(f"wall {wall:.3f} s, GPU kernels {busy:.3f} s\n\n" + "\n\n".join(tables))
-            row = {"name": name, "first": first, "last": last, "wall_s": round(wall, 4),
-                   "gpu_busy_s": round(busy, 3), "busy_share": round(busy / wall, 3) if wall else None}
-            with (folder / f"{name}.jsonl").open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(row) + "\n")
+            stem = f"{name}_steps{first}-{last}" + (f"_{kind}" if kind else "")
+            row = {"name": name, **({"kind": kind} if kind else {}), "first": first, "last": last,
+                   "wall_s": round(wall, 4), **write(handle, folder, stem, wall)}
+            with (folder / f"{name}.jsonl").open("a", encoding="utf-8") as file:
+                file.write(json.dumps(row) + "\n")
             print("profile:", json.dumps(row), flush=True)
 
-    return StepProfiler()
+    return WindowCallback()
+
+
+def make_callback(windows_text: str, out: Path, name: str) -> Any:
+    """torch's profiler over each window: ``<out>/profile/<name>_steps<a>-<b>.txt`` (the ops by GPU
+    and CPU time) and the window's GPU kernel seconds (built here so that importing this module
+    needs no transformers)."""
+    import torch
+
+    def start() -> Any:
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+            torch.cuda.synchronize()
+        profiler = torch.profiler.profile(activities=activities)
+        profiler.__enter__()
+        return profiler
+
+    def stop(profiler: Any) -> None:
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+
+    def write(profiler: Any, folder: Path, stem: str, wall: float) -> dict[str, Any]:
+        profiler.__exit__(None, None, None)
+        events = profiler.key_averages()
+        busy = device_seconds(events)
+        tables = []
+        for key in ("self_cuda_time_total", "self_cpu_time_total", "cpu_time_total"):
+            try:
+                tables.append(f"== sorted by {key}\n{events.table(sort_by=key, row_limit=45, max_name_column_width=70)}")
+            except (AttributeError, KeyError, RuntimeError) as error:  # the key's name moved in a torch release
+                tables.append(f"== sorted by {key}: {error}")
+        (folder / f"{stem}.txt").write_text(f"wall {wall:.3f} s, GPU kernels {busy:.3f} s\n\n" + "\n\n".join(tables))
+        return {"gpu_busy_s": round(busy, 3), "busy_share": round(busy / wall, 3) if wall else None}
+
+    return window_callback(windows_text, out, name, start, stop, write)
 
 
 class StackSampler:
@@ -185,41 +206,16 @@ class StackSampler:
 
 
 def make_sampler_callback(windows_text: str, out: Path, name: str, interval_s: float = 0.002) -> Any:
-    """A ``TrainerCallback`` that runs a ``StackSampler`` over each window and writes
-    ``<out>/profile/<name>_steps<a>-<b>_stacks.txt`` (the tables), ``..._stacks.collapsed`` and a
-    JSON line (``kind: "stacks"``) with the window's wall seconds and sample count."""
-    from transformers import TrainerCallback
+    """A ``StackSampler`` over each window: ``<out>/profile/<name>_steps<a>-<b>_stacks.txt`` (the
+    tables), ``..._stacks.collapsed`` and a JSON line (``kind: "stacks"``) with its sample count."""
 
-    windows = parse_windows(windows_text)
-    folder = Path(out) / "profile"
+    def write(sampler: StackSampler, folder: Path, stem: str, wall: float) -> dict[str, Any]:
+        (folder / f"{stem}.txt").write_text(f"wall {wall:.3f} s\n" + sampler.table())
+        (folder / f"{stem}.collapsed").write_text(sampler.collapsed())
+        return {"samples": sampler.samples}
 
-    class SamplerCallback(TrainerCallback):
-        def __init__(self) -> None:
-            self.active: tuple[StackSampler, tuple[int, int], float] | None = None
-
-        def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            window = next((w for w in windows if w[0] == state.global_step + 1), None)
-            if window is not None and self.active is None:
-                self.active = (StackSampler(interval_s).start(), window, time.perf_counter())
-
-        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            if self.active is None or state.global_step != self.active[1][1]:
-                return
-            sampler, (first, last), began = self.active
-            self.active = None
-            sampler.stop()
-            wall = time.perf_counter() - began
-            folder.mkdir(parents=True, exist_ok=True)
-            stem = f"{name}_steps{first}-{last}_stacks"
-            (folder / f"{stem}.txt").write_text(f"wall {wall:.3f} s\n" + sampler.table())
-            (folder / f"{stem}.collapsed").write_text(sampler.collapsed())
-            row = {"name": name, "kind": "stacks", "first": first, "last": last, "wall_s": round(wall, 4),
-                   "samples": sampler.samples}
-            with (folder / f"{name}.jsonl").open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(row) + "\n")
-            print("profile:", json.dumps(row), flush=True)
-
-    return SamplerCallback()
+    return window_callback(windows_text, out, name, lambda: StackSampler(interval_s).start(), StackSampler.stop,
+                           write, kind="stacks")
 
 
 def read_window(text: str, top: int = 8) -> dict[str, Any]:
