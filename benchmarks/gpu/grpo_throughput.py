@@ -53,6 +53,7 @@ OVERLAP = "fast.overlap_generation=true"
 FUSED = ["fast.fused_lora=true", "fast.round_logprob_rows=512"]
 NOIS = "grpo.vllm.importance_sampling_correction=false"
 PROCESS = "fast.generation_process=true"
+GRAPHS = "fast.cuda_graphs=true"
 
 # name -> (what it is, overrides of the config on top of the common ones)
 VARIANTS: dict[str, tuple[str, list[str]]] = {
@@ -120,6 +121,17 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
                                                    VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED,
                                                                              *FUSED, OVERLAP, PROCESS,
                                                                              "fast.round_logprob_rows=256"]),
+    "vllm_fast_shared_fused_engine_overlap_graphs": ("vllm_fast_shared_fused_engine_overlap with the loss forwards' "
+                                                     "backbone passes replayed from CUDA graphs (fast.cuda_graphs)",
+                                                     VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED,
+                                                                               *FUSED, OVERLAP, PROCESS, GRAPHS]),
+    "vllm_fast_shared_fused_engine_overlap_graphs_r64": ("vllm_fast_shared_fused_engine_overlap_graphs with the "
+                                                         "round's no-grad forward in chunks of 64 rows, shortest "
+                                                         "prompts first (the training steps' shapes, less padding)",
+                                                         VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA,
+                                                                                   *GROUPED_SHARED, *FUSED, OVERLAP,
+                                                                                   PROCESS, GRAPHS,
+                                                                                   "fast.round_logprob_rows=64"]),
     "trl_generate_fast": ("transformers generate (no vLLM), micro-batch 64 of whole groups, shared prompts, "
                           "bf16 LoRA inputs", ONE_MICRO_BATCH + [BF16_LORA, *GROUPED_SHARED]),
     "vllm_fast_shared_full": ("vllm_fast_shared as full fine-tuning (lora.enabled=false): a different recipe; no "
@@ -234,6 +246,7 @@ def worker(args: argparse.Namespace) -> int:
     from transformers import TrainerCallback
 
     from toolrl_lib.fast.gen_timing import read_generation_times
+    from toolrl_lib.run_dir import read_run_info
     from toolrl_lib.train import load_run_config, train, validate
     from toolrl_lib.train.callbacks import read_csv_rows
 
@@ -288,6 +301,9 @@ def worker(args: argparse.Namespace) -> int:
         row.update(overlap_figures(metrics) if overlapped else {})
         row.update(sampling_figures(metrics))
         row["startup_s"] = round((clock.first or began) - began, 1)
+        graphs = read_run_info(run).extra.get("cuda_graphs")
+        if graphs:  # traces, shapes recorded, graphs the backend declined (fast.cuda_graphs)
+            row["cuda_graphs"] = graphs
         if cuda:
             row["torch_peak_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 2)
         lengths = [r["completions/mean_length"] for r in logged if r.get("completions/mean_length") is not None]

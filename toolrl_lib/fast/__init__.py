@@ -53,6 +53,12 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
     The trainer's decoder layers compiled once for all layers (``compiled_layers.py``): fused
     kernels where the H200 step is bound by launching ~5,000 small ones. Same numbers (tested);
     not yet measured on a GPU (``benchmarks/gpu/grpo_throughput.py``, ``*_compiled`` variants).
+``cuda_graphs: true`` (GPU, with ``shared_prompt``)
+    ``shared_prompt``'s two backbone passes replayed from CUDA graphs (``cuda_graphs.py``):
+    traced once with gradients and once without by ``torch.compile``'s ``cudagraphs`` backend
+    (eager's kernels, recorded; same numbers, tested on the CPU through the same trace), one
+    graph per shape (prompt widths in steps of 64 tokens, completions of 32), TRL's fused head
+    eager on the replayed hidden states. For a step bound by the host's launches, not the GPU.
 ``trim_padding: true``
     Every log-prob forward of the trainer cut to its rows' own length (``trim_padding.py``):
     rows in length order, each chunk without the round's common left and right padding, and
@@ -124,6 +130,7 @@ class Installed(list):
 
     merged_check: dict[str, Any] | None = None
     loss_mmap: bool = False
+    graphs: Any = None
 
 
 def install(
@@ -153,8 +160,15 @@ def install(
     if not multi_turn and f.shared_prompt:
         from toolrl_lib.fast.shared_prompt import install as install_shared_prompt
 
-        method = install_shared_prompt(trainer)
-        done.append(f"GRPOTrainer.{method}: each prompt's forward shared by its completions (fast.shared_prompt)")
+        graphs = None
+        if f.cuda_graphs and device == "cuda":
+            from toolrl_lib.fast.cuda_graphs import GraphedBackbone
+
+            graphs = GraphedBackbone(trainer.model)
+        method = install_shared_prompt(trainer, graphs)
+        done.append(f"GRPOTrainer.{method}: each prompt's forward shared by its completions (fast.shared_prompt)"
+                    + (", its backbone passes replayed from CUDA graphs (fast.cuda_graphs)" if graphs else ""))
+        done.graphs = graphs
     if not multi_turn and f.group_batches:
         from toolrl_lib.fast.group_batches import install as install_group_batches
 
@@ -255,6 +269,9 @@ def check_backend(config: Any, backend: str) -> None:
     if backend == "unsloth" and config.fast.generation_process:
         raise ValueError("fast.generation_process moves TRL's colocated engine, which the unsloth backend does not "
                          "build (backend 'auto' chose unsloth here); set backend: peft or turn it off")
+    if backend == "unsloth" and config.fast.cuda_graphs:
+        raise ValueError("fast.cuda_graphs replays fast.shared_prompt's forward, which the unsloth backend (backend "
+                         "'auto' chose it here) does not run: set backend: peft or turn it off")
     if backend == "unsloth" and config.fast.rollouts == "library":
         raise ValueError("fast.rollouts: library needs the peft backend (backend 'auto' chose "
                          "unsloth here); set backend: peft or fast.rollouts: trl")

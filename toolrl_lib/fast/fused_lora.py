@@ -47,7 +47,7 @@ class LoraProjection(torch.autograd.Function):
         base = x2 @ w.t() if bias is None else torch.addmm(bias.to(dtype), x2, w.t())
         y = torch.addmm(base, xa, b.t(), alpha=scale)
         ctx.save_for_backward(x2, w, a, b, xa)
-        ctx.scale, ctx.x_shape, ctx.x_dtype = scale, shape, x.dtype
+        ctx.scale, ctx.x_dtype = scale, x.dtype
         ctx.a_dtype, ctx.b_dtype = lora_a.dtype, lora_b.dtype
         return y.view(*shape[:-1], y.shape[-1])
 
@@ -58,7 +58,7 @@ class LoraProjection(torch.autograd.Function):
         dy_b = dy2 @ b
         dx = da = db = None
         if ctx.needs_input_grad[0]:
-            dx = torch.addmm(dy2 @ w, dy_b, a, alpha=ctx.scale).view(ctx.x_shape).to(ctx.x_dtype)
+            dx = torch.addmm(dy2 @ w, dy_b, a, alpha=ctx.scale).view(*dy.shape[:-1], -1).to(ctx.x_dtype)
         if ctx.needs_input_grad[3]:
             da = (dy_b.t() @ x2).to(ctx.a_dtype).mul_(ctx.scale)
         if ctx.needs_input_grad[4]:

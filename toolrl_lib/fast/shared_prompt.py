@@ -107,40 +107,59 @@ def shared_prompt_logps(
 
 def batched_shared_prompt_logps(
     model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int, compute_entropy: bool,
-    groups: list[tuple[list[int], list[int]]], pad_token_id: int = 0,
+    groups: list[tuple[list[int], list[int]]], pad_token_id: int = 0, graphs: Any = None,
 ) -> tuple[Any, Any]:
     """``shared_prompt_logps`` with all of ``groups``' prompts in one left-padded forward and all
-    their completions in a second one (what a GPU wants); same results up to float rounding."""
+    their completions in a second one (what a GPU wants); same results up to float rounding.
+    ``graphs`` (a ``cuda_graphs.GraphedBackbone``): the two passes replayed from CUDA graphs, the
+    prompts' width and the completions' length rounded up to its buckets (masked either way)."""
     import torch
 
     device = input_ids.device
     if min(len(prompt) for prompt, _ in groups) < 2:
         raise ValueError("batched_shared_prompt_logps needs prompts of at least 2 tokens")
     width = max(len(prompt) for prompt, _ in groups) - 1  # the prompts less their last token
+    length = logits_to_keep
+    if graphs is not None:
+        from toolrl_lib.fast.cuda_graphs import TAIL_BUCKET, WIDTH_BUCKET, bucketed
+
+        width, length = bucketed(width, WIDTH_BUCKET), bucketed(logits_to_keep, TAIL_BUCKET)
     head = torch.full((len(groups), width), pad_token_id, dtype=input_ids.dtype)
     head_mask = torch.zeros((len(groups), width), dtype=attention_mask.dtype)
     for i, (prompt, _) in enumerate(groups):
         head[i, width - len(prompt) + 1:] = torch.tensor(prompt[:-1])
         head_mask[i, width - len(prompt) + 1:] = 1
     head, head_mask = head.to(device), head_mask.to(device)
-    cache = _layer_cache_class()()
-    model(input_ids=head, attention_mask=head_mask, position_ids=(head_mask.cumsum(-1) - 1).clamp(min=0),
-          past_key_values=cache, use_cache=True, logits_to_keep=1)
+    head_positions = (head_mask.cumsum(-1) - 1).clamp(min=0)
     owner = torch.tensor([i for i, (_, members) in enumerate(groups) for _ in members], device=device)
     order = torch.tensor([row for _, members in groups for row in members], device=device)
-    cache.batch_select_indices(owner)  # each completion's row of keys/values: an index, so gradients sum back
     last = torch.tensor([prompt[-1] for prompt, _ in groups], device=device, dtype=input_ids.dtype)[owner]
-    completion, completion_mask = input_ids[order, -logits_to_keep:], attention_mask[order, -logits_to_keep:]
+    completion = torch.full((len(order), length), pad_token_id, dtype=input_ids.dtype, device=device)
+    completion_mask = torch.zeros((len(order), length), dtype=attention_mask.dtype, device=device)
+    completion[:, :logits_to_keep] = input_ids[order, -logits_to_keep:]
+    completion_mask[:, :logits_to_keep] = attention_mask[order, -logits_to_keep:]
     tail = torch.cat([last[:, None], completion], dim=1)
     tail_mask = torch.cat([torch.ones_like(completion_mask[:, :1]), completion_mask], dim=1)
+    mask = torch.cat([head_mask[owner], tail_mask], dim=1)
     lengths = torch.tensor([len(prompt) for prompt, _ in groups], device=device)[owner]
-    positions = (lengths - 1)[:, None] + torch.arange(logits_to_keep + 1, device=device)
-    out = model(input_ids=tail, attention_mask=torch.cat([head_mask[owner], tail_mask], dim=1),
-                position_ids=positions, past_key_values=cache, use_cache=True,
-                labels=tail.masked_fill(tail_mask == 0, -100), fused_lm_head=True)
+    positions = (lengths - 1)[:, None] + torch.arange(length + 1, device=device)
+    labels = tail.masked_fill(tail_mask == 0, -100)
+    if graphs is None:
+        cache = _layer_cache_class()()
+        model(input_ids=head, attention_mask=head_mask, position_ids=head_positions, past_key_values=cache,
+              use_cache=True, logits_to_keep=1)
+        cache.batch_select_indices(owner)  # each completion's row of keys/values: an index, so gradients sum back
+        out = model(input_ids=tail, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                    use_cache=True, labels=labels, fused_lm_head=True)
+    else:
+        from toolrl_lib.fast.cuda_graphs import given_backbone
+
+        hidden = graphs(head, head_mask, head_positions, owner, tail, mask, positions)
+        with given_backbone(graphs.lm, hidden):  # TRL's own fused head on the replayed hidden states
+            out = graphs.lm(input_ids=tail, labels=labels, fused_lm_head=True)
     back = inverse(order)  # computed in group order, returned in row order
-    logps = out.log_probs[:, -logits_to_keep:][back]
-    return logps, (out.entropy[:, -logits_to_keep:][back] if compute_entropy else None)
+    logps = out.log_probs[:, :logits_to_keep][back]
+    return logps, (out.entropy[:, :logits_to_keep][back] if compute_entropy else None)
 
 
 def inverse(order: Any) -> Any:
@@ -179,7 +198,7 @@ def chunk_groups(groups: list[tuple[list[int], list[int]]], rows: int,
 
 def batched_in_chunks(
     model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int, compute_entropy: bool,
-    groups: list[tuple[list[int], list[int]]], rows: int, pad_token_id: int = 0,
+    groups: list[tuple[list[int], list[int]]], rows: int, pad_token_id: int = 0, graphs: Any = None,
 ) -> tuple[Any, Any]:
     """``batched_shared_prompt_logps`` over chunks of whole groups of at most ``rows`` rows (TRL's
     ``batch_size``: the memory bound of its forward-only pass over a whole round)."""
@@ -193,14 +212,15 @@ def batched_in_chunks(
         renumbered = [(prompt, [position[r] for r in group_rows]) for prompt, group_rows in chunk]
         parts.append((index, *batched_shared_prompt_logps(
             model, input_ids[index], attention_mask[index], logits_to_keep, compute_entropy, renumbered,
-            pad_token_id)))
+            pad_token_id, graphs)))
     back = inverse(torch.cat([index for index, _, _ in parts]))
     logps = torch.cat([part[1] for part in parts])[back]
     return logps, (torch.cat([part[2] for part in parts])[back] if compute_entropy else None)
 
 
-def install(trainer: Any) -> str:
-    """Hook ``shared_prompt_logps`` into ``trainer`` (TRL's loop stays for what it skips)."""
+def install(trainer: Any, graphs: Any = None) -> str:
+    """Hook ``shared_prompt_logps`` into ``trainer`` (TRL's loop stays for what it skips);
+    ``graphs``: a ``cuda_graphs.GraphedBackbone`` for the GPU's batched forwards."""
 
     def per_token(call: Any, model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int,
                   batch_size: int | None = None, compute_entropy: bool = False,
@@ -216,8 +236,10 @@ def install(trainer: Any) -> str:
                                                        compute_entropy, groups)
                 return logps, entropies, None
             pad = getattr(getattr(trainer, "processing_class", None), "pad_token_id", None) or 0
+            own = graphs if graphs is not None and graphs.serves(model) else None  # not a reference model
             logps, entropies = batched_in_chunks(model, input_ids, attention_mask, logits_to_keep,
-                                                 compute_entropy, groups, batch_size or input_ids.shape[0], pad)
+                                                 compute_entropy, groups, batch_size or input_ids.shape[0], pad,
+                                                 own)
         return logps, entropies, None
 
     return trl_compat.hook(trainer, "_get_per_token_logps_and_entropies", per_token)

@@ -217,6 +217,10 @@ def _train(
         + (f", resuming from {checkpoint.name}" if checkpoint else ""))
     with stage("GRPO steps"):
         run_trainer(trainer, checkpoint, paths)
+    if changes.graphs is not None:  # what the CUDA graphs cost and covered (fast.cuda_graphs)
+        say(f"fast.cuda_graphs: {changes.graphs.stats()}")
+        if dist.main:
+            update_run_info(paths.root, cuda_graphs=changes.graphs.stats())
     save_last(trainer, tokenizer, paths.last, dist)
     step = trainer.state.global_step
     del trainer, model

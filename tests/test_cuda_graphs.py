@@ -1,0 +1,173 @@
+"""``fast.cuda_graphs``: the shared-prompt forward through one dynamic trace gives eager's (and
+TRL's) log-probs, entropies and gradients, pads to its buckets without changing a number, traces
+once per grad mode whatever the widths, and is wired and validated as the config says. The trace
+runs here with the ``aot_eager`` backend: the same graphs as ``cudagraphs``, run eagerly (the
+recording itself needs a GPU)."""
+
+import contextlib
+import doctest
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from tests.test_compiled_layers import _lora_model
+from toolrl_lib.fast import cuda_graphs
+from toolrl_lib.fast.cuda_graphs import GraphedBackbone, causal_lm, given_backbone
+from toolrl_lib.fast.fused_lora import fuse_lora_layers
+from toolrl_lib.fast.shared_prompt import (
+    batched_in_chunks,
+    batched_shared_prompt_logps,
+    install,
+    prompt_groups,
+)
+
+FAKE_TRAINER = SimpleNamespace(accelerator=SimpleNamespace(autocast=contextlib.nullcontext, is_main_process=True))
+
+
+def _batch(width: int, completion: int = 5, seed: int = 0):
+    """6 rows: prompts A, B, C of ``width``, ``width - 3`` and ``width - 1`` tokens (rows A B A C B A),
+    left-padded; completions right-padded, some shorter than ``completion``."""
+    g = torch.Generator().manual_seed(seed + width)
+    prompts = [torch.randint(5, 200, (width - k,), generator=g).tolist() for k in (0, 3, 1)]
+    ids, mask = [], []
+    for row, which in enumerate((0, 1, 0, 2, 1, 0)):
+        p = prompts[which]
+        real = completion - (row % 3)
+        comp = torch.randint(5, 200, (real,), generator=g).tolist() + [0] * (completion - real)
+        ids.append([0] * (width - len(p)) + p + comp)
+        mask.append([0] * (width - len(p)) + [1] * (len(p) + real) + [0] * (completion - real))
+    return torch.tensor(ids), torch.tensor(mask), completion
+
+
+@pytest.fixture(scope="module")
+def lora_model():
+    """A 2-layer LoRA model with TRL's fused head and the fused LoRA projections, as the GPU recipe runs."""
+    model = _lora_model(2)
+    assert fuse_lora_layers(model) == 14
+    return model
+
+
+def _trainable(model):
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def test_doctests():
+    assert doctest.testmod(cuda_graphs).failed == 0
+
+
+def test_graphed_forward_gives_trl_and_eager_numbers(lora_model):
+    from trl import GRPOTrainer
+
+    torch._dynamo.reset()
+    graphs = GraphedBackbone(lora_model, backend="aot_eager")
+    ids, mask, c = _batch(11)
+    real = mask[:, -c:].bool()
+    params = _trainable(lora_model)
+    ref_logps, ref_ent, _ = GRPOTrainer._get_per_token_logps_and_entropies(
+        FAKE_TRAINER, lora_model, ids, mask, c, batch_size=6, compute_entropy=True)
+    ref_grads = torch.autograd.grad((ref_logps * real).sum(), params)
+    groups = prompt_groups(ids, mask, c)
+    for use in (None, graphs):
+        logps, ent = batched_shared_prompt_logps(lora_model, ids, mask, c, True, groups, graphs=use)
+        assert logps.shape == ent.shape == (6, c)
+        assert torch.allclose(logps[real], ref_logps[real], atol=1e-5)
+        assert torch.allclose(ent[real], ref_ent[real], atol=1e-5)
+        grads = torch.autograd.grad((logps * real).sum(), params)
+        for got, want in zip(grads, ref_grads, strict=True):
+            assert torch.allclose(got, want, atol=1e-4, rtol=1e-3)
+    assert graphs.stats()["traces"] == 1
+
+
+def test_one_trace_per_grad_mode_whatever_the_widths(lora_model):
+    """Widths 11 and 75 (buckets 64 and 128), with gradients (3 prompts a call) and without (chunks of
+    1 and 2 prompts): three traces, whatever the widths (dynamo specialises a size of 1)."""
+    torch._dynamo.reset()
+    graphs = GraphedBackbone(lora_model, backend="aot_eager")
+    for width in (11, 75):
+        ids, mask, c = _batch(width, seed=1)
+        groups = prompt_groups(ids, mask, c)
+        logps, _ = batched_in_chunks(lora_model, ids, mask, c, False, groups, rows=6, graphs=graphs)
+        logps.sum().backward()
+        with torch.no_grad():
+            eager, _ = batched_in_chunks(lora_model, ids, mask, c, False, groups, rows=3)
+            graphed, _ = batched_in_chunks(lora_model, ids, mask, c, False, groups, rows=3, graphs=graphs)
+        real = mask[:, -c:].bool()
+        assert torch.allclose(graphed[real], eager[real], atol=1e-5)
+    stats = graphs.stats()
+    assert stats["traces"] == 3 and stats["shapes"] == 6, stats
+    # each call's shape: (grad?, head, head mask, head positions, owner, tail, mask, positions)
+    widths = {shape[1][1] for shape in graphs.shapes}
+    assert widths == {64, 128} and {shape[5][1] for shape in graphs.shapes} == {33}  # 1 + 5 rounded to 32
+    lora_model.zero_grad()
+
+
+def test_padding_to_the_buckets_changes_no_number(lora_model, monkeypatch):
+    """The same rows padded to width buckets of 64 and of 8: the same log-probs."""
+    torch._dynamo.reset()
+    ids, mask, c = _batch(13, seed=2)
+    groups = prompt_groups(ids, mask, c)
+    real = mask[:, -c:].bool()
+    outs = []
+    for width, tail in ((64, 32), (8, 8)):
+        monkeypatch.setattr(cuda_graphs, "WIDTH_BUCKET", width)
+        monkeypatch.setattr(cuda_graphs, "TAIL_BUCKET", tail)
+        with torch.no_grad():
+            logps, _ = batched_shared_prompt_logps(lora_model, ids, mask, c, False, groups,
+                                                   graphs=GraphedBackbone(lora_model, backend="aot_eager"))
+        outs.append(logps[real])
+    assert torch.allclose(outs[0], outs[1], atol=1e-5)
+
+
+def test_given_backbone_is_restored_after_an_error(fused_model):
+    lm = causal_lm(fused_model)
+    real = lm.model
+    with pytest.raises(RuntimeError, match="inside"), given_backbone(lm, torch.zeros(1)):
+        assert lm.model(input_ids=None).last_hidden_state.shape == (1,)
+        raise RuntimeError("inside")
+    assert lm.model is real and dict(lm.named_modules())["model"] is real
+
+
+def test_graphs_serve_their_own_model_only(lora_model, fused_model):
+    """The hook passes the graphs only for the policy they traced; a reference model keeps eager's
+    path, and CPU inputs keep the one-prompt-at-a-time path (no graphs)."""
+    calls = []
+
+    class Trainer:
+        accelerator = SimpleNamespace(autocast=contextlib.nullcontext)
+
+        def _get_per_token_logps_and_entropies(self, *args, **kwargs):
+            raise AssertionError("every batch here shares prompts")
+
+    class Counting(GraphedBackbone):
+        def __call__(self, *tensors):
+            calls.append(tensors[0].shape)
+            return super().__call__(*tensors)
+
+    torch._dynamo.reset()
+    graphs = Counting(lora_model, backend="aot_eager")
+    assert graphs.serves(lora_model) and not graphs.serves(fused_model)
+    trainer = Trainer()
+    install(trainer, graphs)
+    ids, mask, c = _batch(9, seed=3)
+    with torch.no_grad():
+        logps, _, _ = trainer._get_per_token_logps_and_entropies(lora_model, ids, mask, c)
+    assert logps.shape == (6, c) and calls == []
+
+
+def test_config_rules_and_install():
+    from toolrl_lib import fast
+    from toolrl_lib.train.config import ConfigError, load_run_config
+
+    gpu = ["device=cuda", "backend=peft", "fast.shared_prompt=true", "fast.cuda_graphs=true"]
+    config = load_run_config(None, gpu)
+    for bad in (["device=cpu"], ["fast.shared_prompt=false"], ["fast.compile_layers=true"], ["backend=unsloth"]):
+        with pytest.raises(ConfigError, match="fast.cuda_graphs"):
+            load_run_config(None, [*gpu, *bad])
+    with pytest.raises(ValueError, match="fast.cuda_graphs"):
+        fast.check_backend(config, "unsloth")
+    hooked = []
+    trainer = SimpleNamespace(model=None, _get_per_token_logps_and_entropies=lambda *a, **k: hooked.append(1))
+    config.fast.group_batches = config.fast.skip_zero_advantage = False
+    done = fast.install(trainer, config, device="cpu")  # no GPU: the shared prompts without graphs
+    assert done.graphs is None and not any("CUDA graphs" in line for line in done)
