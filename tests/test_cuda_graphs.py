@@ -1,8 +1,9 @@
-"""``fast.cuda_graphs``: the shared-prompt forward through one dynamic trace gives eager's (and
-TRL's) log-probs, entropies and gradients, pads to its buckets without changing a number, traces
-once per grad mode whatever the widths, and is wired and validated as the config says. The trace
-runs here with the ``aot_eager`` backend: the same graphs as ``cudagraphs``, run eagerly (the
-recording itself needs a GPU)."""
+"""``fast.cuda_graphs``: the shared-prompt forward through the graphed path gives eager's (and
+TRL's) log-probs, entropies and gradients, pads to its buckets without changing a number, records
+one graph per shape and grad mode (none while the adapters are off), and is wired and validated
+as the config says. CUDA graphs cannot be recorded on a CPU: here the path runs with
+``capture=False`` (the same function, eagerly), and the recording methods are stood in for by
+ones that count their calls."""
 
 import contextlib
 import doctest
@@ -59,8 +60,7 @@ def test_doctests():
 def test_graphed_forward_gives_trl_and_eager_numbers(lora_model):
     from trl import GRPOTrainer
 
-    torch._dynamo.reset()
-    graphs = GraphedBackbone(lora_model, backend="aot_eager")
+    graphs = GraphedBackbone(lora_model, capture=False)
     ids, mask, c = _batch(11)
     real = mask[:, -c:].bool()
     params = _trainable(lora_model)
@@ -76,35 +76,49 @@ def test_graphed_forward_gives_trl_and_eager_numbers(lora_model):
         grads = torch.autograd.grad((logps * real).sum(), params)
         for got, want in zip(grads, ref_grads, strict=True):
             assert torch.allclose(got, want, atol=1e-4, rtol=1e-3)
-    assert graphs.stats()["traces"] == 1
+    assert graphs.stats() == {"training_graphs": 0, "inference_graphs": 0, "eager_calls": 1}
 
 
-def test_one_trace_per_grad_mode_whatever_the_widths(lora_model):
-    """Widths 11 and 75 (buckets 64 and 128), with gradients (3 prompts a call) and without (chunks of
-    1 and 2 prompts): three traces, whatever the widths (dynamo specialises a size of 1)."""
-    torch._dynamo.reset()
-    graphs = GraphedBackbone(lora_model, backend="aot_eager")
-    for width in (11, 75):
+class Recording(GraphedBackbone):
+    """Records nothing: each "recording" is counted and runs the function eagerly."""
+
+    def __init__(self, model):
+        super().__init__(model, capture=True)
+        self.recorded = []
+
+    def record_training(self, tensors):
+        self.recorded.append(("train", tensors[0].shape[1]))
+        return lambda *args: self._run(*args)
+
+    def record_inference(self, tensors):
+        self.recorded.append(("infer", tensors[0].shape[1]))
+        return lambda *args: self._run(*args)
+
+
+def test_one_recording_per_shape_and_grad_mode_none_with_adapters_off(lora_model):
+    """Widths 11, 75 and 13 (buckets 64, 128, 64) with gradients, then without: two recordings each;
+    with the adapters disabled (TRL's reference pass) the call runs eagerly, nothing recorded."""
+    graphs = Recording(lora_model)
+    for width in (11, 75, 13):
         ids, mask, c = _batch(width, seed=1)
         groups = prompt_groups(ids, mask, c)
         logps, _ = batched_in_chunks(lora_model, ids, mask, c, False, groups, rows=6, graphs=graphs)
         logps.sum().backward()
         with torch.no_grad():
-            eager, _ = batched_in_chunks(lora_model, ids, mask, c, False, groups, rows=3)
-            graphed, _ = batched_in_chunks(lora_model, ids, mask, c, False, groups, rows=3, graphs=graphs)
+            graphed, _ = batched_in_chunks(lora_model, ids, mask, c, False, groups, rows=6, graphs=graphs)
+            eager, _ = batched_in_chunks(lora_model, ids, mask, c, False, groups, rows=6)
         real = mask[:, -c:].bool()
         assert torch.allclose(graphed[real], eager[real], atol=1e-5)
-    stats = graphs.stats()
-    assert stats["traces"] == 3 and stats["shapes"] == 6, stats
-    # each call's shape: (grad?, head, head mask, head positions, owner, tail, mask, positions)
-    widths = {shape[1][1] for shape in graphs.shapes}
-    assert widths == {64, 128} and {shape[5][1] for shape in graphs.shapes} == {33}  # 1 + 5 rounded to 32
+    assert graphs.recorded == [("train", 64), ("infer", 64), ("train", 128), ("infer", 128)]
+    with lora_model.disable_adapter(), torch.no_grad():
+        batched_in_chunks(lora_model, ids, mask, c, False, groups, rows=6, graphs=graphs)
+    assert len(graphs.recorded) == 4 and graphs.stats() == {"training_graphs": 2, "inference_graphs": 2,
+                                                            "eager_calls": 1}
     lora_model.zero_grad()
 
 
 def test_padding_to_the_buckets_changes_no_number(lora_model, monkeypatch):
     """The same rows padded to width buckets of 64 and of 8: the same log-probs."""
-    torch._dynamo.reset()
     ids, mask, c = _batch(13, seed=2)
     groups = prompt_groups(ids, mask, c)
     real = mask[:, -c:].bool()
@@ -114,7 +128,7 @@ def test_padding_to_the_buckets_changes_no_number(lora_model, monkeypatch):
         monkeypatch.setattr(cuda_graphs, "TAIL_BUCKET", tail)
         with torch.no_grad():
             logps, _ = batched_shared_prompt_logps(lora_model, ids, mask, c, False, groups,
-                                                   graphs=GraphedBackbone(lora_model, backend="aot_eager"))
+                                                   graphs=GraphedBackbone(lora_model, capture=False))
         outs.append(logps[real])
     assert torch.allclose(outs[0], outs[1], atol=1e-5)
 
@@ -144,8 +158,7 @@ def test_graphs_serve_their_own_model_only(lora_model, fused_model):
             calls.append(tensors[0].shape)
             return super().__call__(*tensors)
 
-    torch._dynamo.reset()
-    graphs = Counting(lora_model, backend="aot_eager")
+    graphs = Counting(lora_model, capture=False)
     assert graphs.serves(lora_model) and not graphs.serves(fused_model)
     trainer = Trainer()
     install(trainer, graphs)
@@ -159,9 +172,11 @@ def test_config_rules_and_install():
     from toolrl_lib import fast
     from toolrl_lib.train.config import ConfigError, load_run_config
 
-    gpu = ["device=cuda", "backend=peft", "fast.shared_prompt=true", "fast.cuda_graphs=true"]
+    gpu = ["device=cuda", "backend=peft", "fast.shared_prompt=true", "fast.cuda_graphs=true",
+           "grpo.gradient_accumulation_steps=1"]
     config = load_run_config(None, gpu)
-    for bad in (["device=cpu"], ["fast.shared_prompt=false"], ["fast.compile_layers=true"], ["backend=unsloth"]):
+    for bad in (["device=cpu"], ["fast.shared_prompt=false"], ["fast.compile_layers=true"], ["backend=unsloth"],
+                ["grpo.gradient_accumulation_steps=2"]):
         with pytest.raises(ConfigError, match="fast.cuda_graphs"):
             load_run_config(None, [*gpu, *bad])
     with pytest.raises(ValueError, match="fast.cuda_graphs"):

@@ -55,9 +55,9 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
     not yet measured on a GPU (``benchmarks/gpu/grpo_throughput.py``, ``*_compiled`` variants).
 ``cuda_graphs: true`` (GPU, with ``shared_prompt``)
     ``shared_prompt``'s two backbone passes replayed from CUDA graphs (``cuda_graphs.py``):
-    traced once with gradients and once without by ``torch.compile``'s ``cudagraphs`` backend
-    (eager's kernels, recorded; same numbers, tested on the CPU through the same trace), one
-    graph per shape (prompt widths in steps of 64 tokens, completions of 32), TRL's fused head
+    recorded per shape (prompt widths in steps of 64 tokens, completions of 32) with
+    ``torch.cuda.make_graphed_callables`` for the loss forward and backward and one captured
+    forward for the round's no-grad pass; eager's kernels, so the same numbers; TRL's fused head
     eager on the replayed hidden states. For a step bound by the host's launches, not the GPU.
 ``trim_padding: true``
     Every log-prob forward of the trainer cut to its rows' own length (``trim_padding.py``):

@@ -5,29 +5,28 @@ of which the GPU runs kernels for ~0.14 s: the rest is the host launching ~5,000
 forward and backward, one eager op at a time (``benchmarks/results/grpo_step_profile*.md``).
 Fusing the LoRA projections removed a third of the ops and no time (``fused_lora.py``), and
 regional compilation made it slower (``compiled_layers.py``). A CUDA graph removes the launches
-altogether: the whole sequence of kernels is recorded once and replayed with one call.
+altogether: the kernels are recorded once and replayed with one call.
 
-What is captured is ``fast.shared_prompt``'s two backbone passes (the prompts, then every
-completion on top of its prompt's keys and values) as one function of tensors,
-``tail_hidden``. ``torch.compile`` with its ``cudagraphs`` backend traces it once forward and
-backward (no code generation: the same aten kernels as eager, so the same numbers), and
-PyTorch's CUDA-graph trees record one graph per distinct shape. Shapes are kept few: the
-prompts' width is rounded up to a multiple of ``WIDTH_BUCKET`` tokens and the completions to
-a multiple of ``TAIL_BUCKET`` (the extra positions are masked keys and ignored labels), and
-the widths and batch sizes are traced as dynamic, so a new width records a graph but does not
-trace again (a call with one prompt traces once more: dynamo specialises sizes of 1). The LM head stays outside the graph (TRL's fused log-prob head picks the
-positions that have labels, a data-dependent shape): it runs eagerly on the graph's hidden
-states, through TRL's own code (``given_backbone``).
+What is recorded is ``fast.shared_prompt``'s two backbone passes (the prompts, then every
+completion on top of its prompt's keys and values) as one function of tensors, ``tail_hidden``:
+with gradients through ``torch.cuda.make_graphed_callables`` (a forward graph and a backward
+graph, the LoRA parameters' gradients returned to autograd), without them as one captured
+forward. The kernels are eager's, so are the numbers. A graph is recorded per shape, so shapes
+are kept few: the prompts' width is rounded up to a multiple of ``WIDTH_BUCKET`` tokens and the
+completions to ``TAIL_BUCKET`` (masked keys, ignored labels). The LM head stays outside (TRL's
+fused log-prob head selects the positions that have labels, a data-dependent shape): it runs
+eagerly on the replayed hidden states, through TRL's own code (``given_backbone``).
 
-A graph break (an op the trace cannot hold) would split the trace rather than fail the run:
-``stats()`` counts the traces, and ``tests/test_cuda_graphs.py`` pins their number.
+Rules the replays rely on, each kept by how GRPO runs here: a graph's outputs and its
+parameters' gradients are overwritten by the next replay of any graph (all share one memory
+pool), so a forward's hidden states are used by the head and its backward before the next call
+(one micro-batch an optimizer step, gradients set to None after each); the adapters are neither
+disabled nor merged (a call where they are runs eagerly: TRL's reference pass, the weight sync).
 
-Costs: one trace with gradients and one without (~2 minutes of a slow CPU for the embedded
-model's 30 layers; a start-up cost), a recording per new shape, the graphs' memory pool.
-Each call starts a new CUDA-graph step (``torch.compiler.cudagraph_mark_step_begin``), so a
-graph's outputs live until the next call: the loss forward's hidden states are used by its
-own backward before the next call. Tests run the same trace with the ``aot_eager`` backend on
-the CPU (``tests/test_cuda_graphs.py``); the recording itself needs a GPU.
+First tried: ``torch.compile``'s ``cudagraphs`` backend with dynamic widths. On an H100 its two
+traces took minutes, and a replay for a new width reused a graph recorded for another (``The size
+of tensor a (832) must match the size of tensor b (512)``): that backend keys its recordings on
+the integer inputs only (``benchmarks/results/grpo_throughput.md``, run 7).
 """
 
 from __future__ import annotations
@@ -99,50 +98,91 @@ def given_backbone(lm: Any, hidden: Any) -> Iterator[None]:
 
 
 class GraphedBackbone:
-    """``tail_hidden`` of one model, compiled once per grad mode and replayed from CUDA graphs
-    (``backend="cudagraphs"``; the tests pass ``"aot_eager"``: the same trace, run eagerly)."""
+    """``tail_hidden`` of one model, recorded per input shape and replayed (``capture=False``: run
+    eagerly, the CPU tests' mode; the recording needs CUDA)."""
 
-    def __init__(self, model: Any, backend: str = "cudagraphs") -> None:
-        import torch
-
+    def __init__(self, model: Any, capture: bool = True) -> None:
         lm = causal_lm(model)
-        self.lm, self.backend = lm, backend
-        backbone = lm._modules[lm.base_model_prefix]
-        self.shapes: set[tuple[Any, ...]] = set()
-        self.traces = 0
-        compile_graph = torch._dynamo.lookup_backend(backend)
+        self.lm, self.capture = lm, capture
+        self.backbone = lm._modules[lm.base_model_prefix]
+        # adapted layers, read on every call: a disabled or merged adapter is not what was recorded
+        self.adapted = [m for m in model.modules() if hasattr(m, "disable_adapters") and hasattr(m, "merged")]
+        self.trainable = tuple(p for p in model.parameters() if p.requires_grad)
+        self.train_graphs: dict[tuple[Any, ...], Any] = {}
+        self.infer_graphs: dict[tuple[Any, ...], Any] = {}
+        self.pool: Any = None
+        self.eager_calls = 0
 
-        def counted(graph: Any, inputs: Any) -> Any:
-            self.traces += 1
-            return compile_graph(graph, inputs)
+    def serves(self, model: Any) -> bool:
+        """Whether ``model`` is the one these graphs run (a reference model is not)."""
+        return causal_lm(model) is self.lm
 
-        self._compiled = torch.compile(lambda *tensors: tail_hidden(backbone, *tensors), backend=counted,
-                                       dynamic=False)
+    def _run(self, *tensors: Any) -> Any:
+        return tail_hidden(self.backbone, *tensors[:7])
+
+    def _recordable(self) -> bool:
+        return self.capture and not any(m.disable_adapters or m.merged for m in self.adapted)
 
     def __call__(self, head: Any, head_mask: Any, head_positions: Any, owner: Any, tail: Any, mask: Any,
                  positions: Any) -> Any:
         import torch
 
         tensors = (head, head_mask, head_positions, owner, tail, mask, positions)
-        for tensor in tensors:  # widths and batch sizes vary: one trace, a recording per shape
-            for dim in range(tensor.dim()):
-                torch._dynamo.maybe_mark_dynamic(tensor, dim)
-        self.shapes.add((torch.is_grad_enabled(), *(tuple(t.shape) for t in tensors)))
-        if self.backend == "cudagraphs":
-            torch.compiler.cudagraph_mark_step_begin()
-        return self._compiled(*tensors)
+        if not self._recordable():
+            self.eager_calls += 1
+            return self._run(*tensors)
+        dtype = torch.get_autocast_dtype("cuda") if torch.is_autocast_enabled("cuda") else None
+        key = (dtype, *(tuple(t.shape) for t in tensors))
+        with contextlib.ExitStack() as stack:
+            if dtype is not None:  # the casts go into the graph; autocast's cache must stay out of it
+                stack.enter_context(torch.autocast("cuda", dtype=dtype, cache_enabled=False))
+            if torch.is_grad_enabled():
+                graphed = self.train_graphs.get(key)
+                if graphed is None:
+                    graphed = self.train_graphs[key] = self.record_training(tensors)
+                return graphed(*tensors, *self.trainable)
+            replay = self.infer_graphs.get(key)
+            if replay is None:
+                replay = self.infer_graphs[key] = self.record_inference(tensors)
+            return replay(*tensors)
 
-    def serves(self, model: Any) -> bool:
-        """Whether ``model`` is the one these graphs run (a reference model is not)."""
-        return causal_lm(model) is self.lm
+    def record_training(self, tensors: tuple[Any, ...]) -> Any:
+        """A forward and a backward graph for these shapes (``make_graphed_callables``); the
+        trainable parameters are inputs, so their gradients come back through autograd."""
+        import torch
+
+        static = tuple(t.clone() for t in tensors)  # the graph reads its inputs from these
+        self.pool = self.pool if self.pool is not None else torch.cuda.graph_pool_handle()
+        return torch.cuda.make_graphed_callables(self._run, (*static, *self.trainable), num_warmup_iters=2,
+                                                 allow_unused_input=True, pool=self.pool)
+
+    def record_inference(self, tensors: tuple[Any, ...]) -> Any:
+        """One captured forward without gradients; returns ``replay(*tensors) -> hidden``."""
+        import torch
+
+        static = tuple(t.clone() for t in tensors)
+        self.pool = self.pool if self.pool is not None else torch.cuda.graph_pool_handle()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # a warm-up outside the capture (lazy initialisations)
+            self._run(*static)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self.pool):
+            hidden = self._run(*static)
+
+        def replay(*new: Any) -> Any:
+            for into, value in zip(static, new, strict=True):
+                into.copy_(value)
+            graph.replay()
+            return hidden
+
+        return replay
 
     def stats(self) -> dict[str, int]:
-        """Shapes called, traces made, and graphs the backend declined to record in this process
-        (these run eagerly from the trace; ``torch._dynamo``'s counter)."""
-        from torch._dynamo.utils import counters
-
-        return {"shapes": len(self.shapes), "traces": self.traces,
-                "cudagraph_skips": int(counters["inductor"]["cudagraph_skips"])}
+        """Graphs recorded (with and without gradients) and calls run eagerly instead."""
+        return {"training_graphs": len(self.train_graphs), "inference_graphs": len(self.infer_graphs),
+                "eager_calls": self.eager_calls}
 
 
 __all__ = ["GraphedBackbone", "TAIL_BUCKET", "WIDTH_BUCKET", "bucketed", "causal_lm", "given_backbone",
