@@ -83,7 +83,7 @@ class Recording(GraphedBackbone):
     """Records nothing: each "recording" is counted and runs the function eagerly."""
 
     def __init__(self, model):
-        super().__init__(model, capture=True)
+        super().__init__(model, capture=True, before_recording=lambda: self.recorded.append("quiet"))
         self.recorded = []
 
     def record_training(self, tensors):
@@ -109,10 +109,11 @@ def test_one_recording_per_shape_and_grad_mode_none_with_adapters_off(lora_model
             eager, _ = batched_in_chunks(lora_model, ids, mask, c, False, groups, rows=6)
         real = mask[:, -c:].bool()
         assert torch.allclose(graphed[real], eager[real], atol=1e-5)
-    assert graphs.recorded == [("train", 64), ("infer", 64), ("train", 128), ("infer", 128)]
+    assert graphs.recorded == ["quiet", ("train", 64), "quiet", ("infer", 64), "quiet", ("train", 128), "quiet",
+                               ("infer", 128)]  # other threads' CUDA calls waited for before each recording
     with lora_model.disable_adapter(), torch.no_grad():
         batched_in_chunks(lora_model, ids, mask, c, False, groups, rows=6, graphs=graphs)
-    assert len(graphs.recorded) == 4 and graphs.stats() == {"training_graphs": 2, "inference_graphs": 2,
+    assert len(graphs.recorded) == 8 and graphs.stats() == {"training_graphs": 2, "inference_graphs": 2,
                                                             "eager_calls": 1}
     lora_model.zero_grad()
 

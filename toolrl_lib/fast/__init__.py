@@ -163,8 +163,9 @@ def install(
         graphs = None
         if f.cuda_graphs and device == "cuda":
             from toolrl_lib.fast.cuda_graphs import GraphedBackbone
+            from toolrl_lib.fast.overlap import wait_for_worker
 
-            graphs = GraphedBackbone(trainer.model)
+            graphs = GraphedBackbone(trainer.model, before_recording=lambda: wait_for_worker(trainer))
         method = install_shared_prompt(trainer, graphs)
         done.append(f"GRPOTrainer.{method}: each prompt's forward shared by its completions (fast.shared_prompt)"
                     + (", its backbone passes replayed from CUDA graphs (fast.cuda_graphs)" if graphs else ""))

@@ -21,7 +21,9 @@ Rules the replays rely on, each kept by how GRPO runs here: a graph's outputs an
 parameters' gradients are overwritten by the next replay of any graph (all share one memory
 pool), so a forward's hidden states are used by the head and its backward before the next call
 (one micro-batch an optimizer step, gradients set to None after each); the adapters are neither
-disabled nor merged (a call where they are runs eagerly: TRL's reference pass, the weight sync).
+disabled nor merged (a call where they are runs eagerly: TRL's reference pass, the weight sync);
+no other thread makes CUDA calls while a graph is recorded (the overlapped generation's worker,
+which synchronizes its stream, is waited for: ``before_recording``).
 
 First tried: ``torch.compile``'s ``cudagraphs`` backend with dynamic widths. On an H100 its two
 traces took minutes, and a replay for a new width reused a graph recorded for another (``The size
@@ -32,7 +34,7 @@ the integer inputs only (``benchmarks/results/grpo_throughput.md``, run 7).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -101,9 +103,9 @@ class GraphedBackbone:
     """``tail_hidden`` of one model, recorded per input shape and replayed (``capture=False``: run
     eagerly, the CPU tests' mode; the recording needs CUDA)."""
 
-    def __init__(self, model: Any, capture: bool = True) -> None:
+    def __init__(self, model: Any, capture: bool = True, before_recording: Callable[[], None] | None = None) -> None:
         lm = causal_lm(model)
-        self.lm, self.capture = lm, capture
+        self.lm, self.capture, self.before_recording = lm, capture, before_recording
         self.backbone = lm._modules[lm.base_model_prefix]
         # adapted layers, read on every call: a disabled or merged adapter is not what was recorded
         self.adapted = [m for m in model.modules() if hasattr(m, "disable_adapters") and hasattr(m, "merged")]
@@ -119,6 +121,12 @@ class GraphedBackbone:
 
     def _run(self, *tensors: Any) -> Any:
         return tail_hidden(self.backbone, *tensors[:7])
+
+    def _quiet(self) -> None:
+        """A capture forbids other threads' unsafe CUDA calls (a stream synchronize among them): let
+        them finish first (``before_recording``: the overlapped generation's worker)."""
+        if self.before_recording is not None:
+            self.before_recording()
 
     def _recordable(self) -> bool:
         return self.capture and not any(m.disable_adapters or m.merged for m in self.adapted)
@@ -139,10 +147,12 @@ class GraphedBackbone:
             if torch.is_grad_enabled():
                 graphed = self.train_graphs.get(key)
                 if graphed is None:
+                    self._quiet()
                     graphed = self.train_graphs[key] = self.record_training(tensors)
                 return graphed(*tensors, *self.trainable)
             replay = self.infer_graphs.get(key)
             if replay is None:
+                self._quiet()
                 replay = self.infer_graphs[key] = self.record_inference(tensors)
             return replay(*tensors)
 
