@@ -76,7 +76,8 @@ def test_graphed_forward_gives_trl_and_eager_numbers(lora_model):
         grads = torch.autograd.grad((logps * real).sum(), params)
         for got, want in zip(grads, ref_grads, strict=True):
             assert torch.allclose(got, want, atol=1e-4, rtol=1e-3)
-    assert graphs.stats() == {"training_graphs": 0, "inference_graphs": 0, "eager_calls": 1}
+    assert graphs.stats() == {"training_graphs": 0, "inference_graphs": 0, "eager_calls": 1, "failed_recordings": 0,
+                              "errors": []}
 
 
 class Recording(GraphedBackbone):
@@ -114,8 +115,28 @@ def test_one_recording_per_shape_and_grad_mode_none_with_adapters_off(lora_model
     with lora_model.disable_adapter(), torch.no_grad():
         batched_in_chunks(lora_model, ids, mask, c, False, groups, rows=6, graphs=graphs)
     assert len(graphs.recorded) == 8 and graphs.stats() == {"training_graphs": 2, "inference_graphs": 2,
-                                                            "eager_calls": 1}
+                                                            "eager_calls": 1, "failed_recordings": 0,
+                                                            "errors": []}
     lora_model.zero_grad()
+
+
+def test_a_failed_recording_runs_its_shape_eagerly_and_is_reported(lora_model):
+    class Failing(GraphedBackbone):
+        def record_inference(self, tensors):
+            raise RuntimeError("operation not permitted when stream is capturing")
+
+    graphs = Failing(lora_model, capture=True)
+    ids, mask, c = _batch(11, seed=4)
+    groups = prompt_groups(ids, mask, c)
+    with torch.no_grad():
+        for _ in range(2):
+            logps, _ = batched_in_chunks(lora_model, ids, mask, c, False, groups, rows=6, graphs=graphs)
+        eager, _ = batched_in_chunks(lora_model, ids, mask, c, False, groups, rows=6)
+    real = mask[:, -c:].bool()
+    assert torch.allclose(logps[real], eager[real], atol=1e-5)  # padded to the buckets, else the same
+    stats = graphs.stats()
+    assert stats["failed_recordings"] == 1 and stats["eager_calls"] == 2 and stats["inference_graphs"] == 0
+    assert "not permitted when stream is capturing" in stats["errors"][0]
 
 
 def test_padding_to_the_buckets_changes_no_number(lora_model, monkeypatch):

@@ -114,6 +114,7 @@ class GraphedBackbone:
         self.infer_graphs: dict[tuple[Any, ...], Any] = {}
         self.pool: Any = None
         self.eager_calls = 0
+        self.errors: list[str] = []  # recordings that failed (those shapes run eagerly)
 
     def serves(self, model: Any) -> bool:
         """Whether ``model`` is the one these graphs run (a reference model is not)."""
@@ -144,17 +145,22 @@ class GraphedBackbone:
         with contextlib.ExitStack() as stack:
             if dtype is not None:  # the casts go into the graph; autocast's cache must stay out of it
                 stack.enter_context(torch.autocast("cuda", dtype=dtype, cache_enabled=False))
-            if torch.is_grad_enabled():
-                graphed = self.train_graphs.get(key)
-                if graphed is None:
-                    self._quiet()
-                    graphed = self.train_graphs[key] = self.record_training(tensors)
-                return graphed(*tensors, *self.trainable)
-            replay = self.infer_graphs.get(key)
-            if replay is None:
+            training = torch.is_grad_enabled()
+            graphs, record = ((self.train_graphs, self.record_training) if training
+                              else (self.infer_graphs, self.record_inference))
+            if key not in graphs:
                 self._quiet()
-                replay = self.infer_graphs[key] = self.record_inference(tensors)
-            return replay(*tensors)
+                try:
+                    graphs[key] = record(tensors)
+                except Exception as error:  # noqa: BLE001 - this shape runs eagerly; the run goes on
+                    graphs[key] = None
+                    self.errors.append(f"{'training' if training else 'inference'} {key[1:]}: "
+                                       f"{type(error).__name__}: {error}"[:400])
+            graphed = graphs[key]
+        if graphed is None:
+            self.eager_calls += 1
+            return self._run(*tensors)
+        return graphed(*tensors, *self.trainable) if training else graphed(*tensors)
 
     def record_training(self, tensors: tuple[Any, ...]) -> Any:
         """A forward and a backward graph for these shapes (``make_graphed_callables``); the
@@ -189,10 +195,12 @@ class GraphedBackbone:
 
         return replay
 
-    def stats(self) -> dict[str, int]:
-        """Graphs recorded (with and without gradients) and calls run eagerly instead."""
-        return {"training_graphs": len(self.train_graphs), "inference_graphs": len(self.infer_graphs),
-                "eager_calls": self.eager_calls}
+    def stats(self) -> dict[str, Any]:
+        """Graphs recorded (with and without gradients), calls run eagerly instead, and the
+        recordings that failed (their shapes run eagerly), the first few quoted."""
+        return {"training_graphs": sum(g is not None for g in self.train_graphs.values()),
+                "inference_graphs": sum(g is not None for g in self.infer_graphs.values()),
+                "eager_calls": self.eager_calls, "failed_recordings": len(self.errors), "errors": self.errors[:3]}
 
 
 __all__ = ["GraphedBackbone", "TAIL_BUCKET", "WIDTH_BUCKET", "bucketed", "causal_lm", "given_backbone",
