@@ -14,11 +14,13 @@ import torch
 
 from tests.test_compiled_layers import _lora_model
 from toolrl_lib.fast import cuda_graphs
-from toolrl_lib.fast.cuda_graphs import GraphedBackbone, causal_lm, given_backbone
+from toolrl_lib.fast.cuda_graphs import GraphedBackbone
 from toolrl_lib.fast.fused_lora import fuse_lora_layers
 from toolrl_lib.fast.shared_prompt import (
     batched_in_chunks,
     batched_shared_prompt_logps,
+    causal_lm,
+    given_backbone,
     install,
     prompt_groups,
 )

@@ -302,7 +302,7 @@ def worker(args: argparse.Namespace) -> int:
         row.update(sampling_figures(metrics))
         row["startup_s"] = round((clock.first or began) - began, 1)
         graphs = read_run_info(run).extra.get("cuda_graphs")
-        if graphs:  # traces, shapes recorded, graphs the backend declined (fast.cuda_graphs)
+        if graphs:  # graphs recorded, calls run eagerly, failed recordings quoted (fast.cuda_graphs)
             row["cuda_graphs"] = graphs
         if cuda:
             row["torch_peak_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 2)

@@ -52,7 +52,8 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
 ``compile_layers: true`` (GPU, vLLM rollouts)
     The trainer's decoder layers compiled once for all layers (``compiled_layers.py``): fused
     kernels where the H200 step is bound by launching ~5,000 small ones. Same numbers (tested);
-    not yet measured on a GPU (``benchmarks/gpu/grpo_throughput.py``, ``*_compiled`` variants).
+    measured slower on an H100: 94.5 against 112.4 completions/s eager in the same run
+    (``benchmarks/results/grpo_throughput.md``, run 3).
 ``cuda_graphs: true`` (GPU, with ``shared_prompt``)
     ``shared_prompt``'s two backbone passes replayed from CUDA graphs (``cuda_graphs.py``):
     recorded per shape (prompt widths in steps of 64 tokens, completions of 32) with

@@ -15,7 +15,7 @@ forward. The kernels are eager's, so are the numbers. A graph is recorded per sh
 are kept few: the prompts' width is rounded up to a multiple of ``WIDTH_BUCKET`` tokens and the
 completions to ``TAIL_BUCKET`` (masked keys, ignored labels). The LM head stays outside (TRL's
 fused log-prob head selects the positions that have labels, a data-dependent shape): it runs
-eagerly on the replayed hidden states, through TRL's own code (``given_backbone``).
+eagerly on the replayed hidden states, through TRL's own code (``shared_prompt.given_backbone``).
 
 Rules the replays rely on, each kept by how GRPO runs here: a graph's outputs and its
 parameters' gradients are overwritten by the next replay of any graph (all share one memory
@@ -34,9 +34,10 @@ the integer inputs only (``benchmarks/results/grpo_throughput.md``, run 7).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
-from types import SimpleNamespace
+from collections.abc import Callable
 from typing import Any
+
+from toolrl_lib.fast.shared_prompt import causal_lm, tail_hidden
 
 WIDTH_BUCKET = 64
 TAIL_BUCKET = 32
@@ -49,54 +50,6 @@ def bucketed(n: int, step: int) -> int:
     [64, 64, 128, 960]
     """
     return -(-n // step) * step
-
-
-def tail_hidden(backbone: Any, head: Any, head_mask: Any, head_positions: Any, owner: Any, tail: Any,
-                mask: Any, positions: Any) -> Any:
-    """The last hidden states of every completion row (``tail``, led by its prompt's last token),
-    each on top of its prompt's keys and values: the prompts (``head``, left-padded, all but their
-    last token) run once, their cache rows are picked per completion by ``owner``."""
-    from transformers import DynamicCache
-
-    cache = DynamicCache()
-    backbone(input_ids=head, attention_mask=head_mask, position_ids=head_positions, past_key_values=cache,
-             use_cache=True)
-    cache.batch_select_indices(owner)  # an index: each prompt's gradient sums over its completions
-    return backbone(input_ids=tail, attention_mask=mask, position_ids=positions, past_key_values=cache,
-                    use_cache=True).last_hidden_state
-
-
-def causal_lm(model: Any) -> Any:
-    """The ``*ForCausalLM`` under a PEFT wrapper (or ``model`` itself)."""
-    return model.get_base_model() if hasattr(model, "get_base_model") else model
-
-
-class _Given:
-    """Stands in for a backbone for one call: returns the hidden states it holds; anything else
-    (the input embeddings the head's lookup checks) is the real backbone's."""
-
-    def __init__(self, real: Any, hidden: Any) -> None:
-        self.real, self.hidden = real, hidden
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return SimpleNamespace(last_hidden_state=self.hidden)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.real, name)
-
-
-@contextlib.contextmanager
-def given_backbone(lm: Any, hidden: Any) -> Iterator[None]:
-    """For the duration, ``lm``'s backbone returns ``hidden``: TRL's fused LM head, which looks its
-    backbone up on every call (``base_model``), then scores hidden states computed elsewhere with its
-    own code (temperature, scaling, entropy). Restored on exit, error or not."""
-    prefix = lm.base_model_prefix
-    real = lm._modules[prefix]
-    lm._modules[prefix] = _Given(real, hidden)
-    try:
-        yield
-    finally:
-        lm._modules[prefix] = real
 
 
 class GraphedBackbone:
@@ -119,6 +72,11 @@ class GraphedBackbone:
     def serves(self, model: Any) -> bool:
         """Whether ``model`` is the one these graphs run (a reference model is not)."""
         return causal_lm(model) is self.lm
+
+    @staticmethod
+    def padded(width: int, length: int) -> tuple[int, int]:
+        """The prompts' width and the completions' length these graphs are recorded for."""
+        return bucketed(width, WIDTH_BUCKET), bucketed(length, TAIL_BUCKET)
 
     def _run(self, *tensors: Any) -> Any:
         return tail_hidden(self.backbone, *tensors[:7])
@@ -203,5 +161,4 @@ class GraphedBackbone:
                 "eager_calls": self.eager_calls, "failed_recordings": len(self.errors), "errors": self.errors[:3]}
 
 
-__all__ = ["GraphedBackbone", "TAIL_BUCKET", "WIDTH_BUCKET", "bucketed", "causal_lm", "given_backbone",
-           "tail_hidden"]
+__all__ = ["GraphedBackbone", "TAIL_BUCKET", "WIDTH_BUCKET", "bucketed"]

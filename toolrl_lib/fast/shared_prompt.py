@@ -24,6 +24,9 @@ inputs, MoE aux loss, rows without a shared prompt) goes to TRL's own.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 from toolrl_lib.fast import trl_compat
@@ -105,14 +108,61 @@ def shared_prompt_logps(
     return torch.stack(logps), (torch.stack(entropies) if compute_entropy else None)
 
 
+def tail_hidden(backbone: Any, head: Any, head_mask: Any, head_positions: Any, owner: Any, tail: Any,
+                mask: Any, positions: Any) -> Any:
+    """The last hidden states of every completion row (``tail``, led by its prompt's last token),
+    each on top of its prompt's keys and values: the prompts (``head``, left-padded, all but their
+    last token) run once, their cache rows are picked per completion by ``owner``."""
+    cache = _layer_cache_class()()
+    backbone(input_ids=head, attention_mask=head_mask, position_ids=head_positions, past_key_values=cache,
+             use_cache=True)
+    cache.batch_select_indices(owner)  # an index: each prompt's gradient sums over its completions
+    return backbone(input_ids=tail, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                    use_cache=True).last_hidden_state
+
+
+def causal_lm(model: Any) -> Any:
+    """The ``*ForCausalLM`` under a PEFT wrapper (or ``model`` itself)."""
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
+class _Given:
+    """Stands in for a backbone for one call: returns the hidden states it holds; anything else
+    (the input embeddings the head's lookup checks) is the real backbone's."""
+
+    def __init__(self, real: Any, hidden: Any) -> None:
+        self.real, self.hidden = real, hidden
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return SimpleNamespace(last_hidden_state=self.hidden)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+@contextlib.contextmanager
+def given_backbone(lm: Any, hidden: Any) -> Iterator[None]:
+    """For the duration, ``lm``'s backbone returns ``hidden``: TRL's fused LM head, which looks its
+    backbone up on every call (``base_model``), then scores hidden states computed elsewhere with its
+    own code (temperature, scaling, entropy). Restored on exit, error or not."""
+    prefix = lm.base_model_prefix
+    real = lm._modules[prefix]
+    lm._modules[prefix] = _Given(real, hidden)
+    try:
+        yield
+    finally:
+        lm._modules[prefix] = real
+
+
 def batched_shared_prompt_logps(
     model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int, compute_entropy: bool,
     groups: list[tuple[list[int], list[int]]], pad_token_id: int = 0, graphs: Any = None,
 ) -> tuple[Any, Any]:
     """``shared_prompt_logps`` with all of ``groups``' prompts in one left-padded forward and all
-    their completions in a second one (what a GPU wants); same results up to float rounding.
-    ``graphs`` (a ``cuda_graphs.GraphedBackbone``): the two passes replayed from CUDA graphs, the
-    prompts' width and the completions' length rounded up to its buckets (masked either way)."""
+    their completions in a second one (what a GPU wants; ``tail_hidden``), then TRL's fused head on
+    the completions' hidden states; same results up to float rounding. ``graphs`` (a
+    ``cuda_graphs.GraphedBackbone``): the two passes replayed from CUDA graphs, the prompts' width
+    and the completions' length rounded up to its buckets (masked either way)."""
     import torch
 
     device = input_ids.device
@@ -120,10 +170,8 @@ def batched_shared_prompt_logps(
         raise ValueError("batched_shared_prompt_logps needs prompts of at least 2 tokens")
     width = max(len(prompt) for prompt, _ in groups) - 1  # the prompts less their last token
     length = logits_to_keep
-    if graphs is not None:
-        from toolrl_lib.fast.cuda_graphs import TAIL_BUCKET, WIDTH_BUCKET, bucketed
-
-        width, length = bucketed(width, WIDTH_BUCKET), bucketed(logits_to_keep, TAIL_BUCKET)
+    if graphs is not None:  # the sizes its graphs are recorded for
+        width, length = graphs.padded(width, logits_to_keep)
     head = torch.full((len(groups), width), pad_token_id, dtype=input_ids.dtype)
     head_mask = torch.zeros((len(groups), width), dtype=attention_mask.dtype)
     for i, (prompt, _) in enumerate(groups):
@@ -144,19 +192,11 @@ def batched_shared_prompt_logps(
     lengths = torch.tensor([len(prompt) for prompt, _ in groups], device=device)[owner]
     positions = (lengths - 1)[:, None] + torch.arange(length + 1, device=device)
     labels = tail.masked_fill(tail_mask == 0, -100)
-    if graphs is None:
-        cache = _layer_cache_class()()
-        model(input_ids=head, attention_mask=head_mask, position_ids=head_positions, past_key_values=cache,
-              use_cache=True, logits_to_keep=1)
-        cache.batch_select_indices(owner)  # each completion's row of keys/values: an index, so gradients sum back
-        out = model(input_ids=tail, attention_mask=mask, position_ids=positions, past_key_values=cache,
-                    use_cache=True, labels=labels, fused_lm_head=True)
-    else:
-        from toolrl_lib.fast.cuda_graphs import given_backbone
-
-        hidden = graphs(head, head_mask, head_positions, owner, tail, mask, positions)
-        with given_backbone(graphs.lm, hidden):  # TRL's own fused head on the replayed hidden states
-            out = graphs.lm(input_ids=tail, labels=labels, fused_lm_head=True)
+    lm = causal_lm(model)
+    tensors = (head, head_mask, head_positions, owner, tail, mask, positions)
+    hidden = tail_hidden(lm._modules[lm.base_model_prefix], *tensors) if graphs is None else graphs(*tensors)
+    with given_backbone(lm, hidden):  # TRL's own fused log-prob head on those hidden states
+        out = lm(input_ids=tail, labels=labels, fused_lm_head=True)
     back = inverse(order)  # computed in group order, returned in row order
     logps = out.log_probs[:, :logits_to_keep][back]
     return logps, (out.entropy[:, :logits_to_keep][back] if compute_entropy else None)
