@@ -54,6 +54,8 @@ FUSED = ["fast.fused_lora=true", "fast.round_logprob_rows=512"]
 NOIS = "grpo.vllm.importance_sampling_correction=false"
 PROCESS = "fast.generation_process=true"
 GRAPHS = "fast.cuda_graphs=true"
+# run 6's fastest recipe: the fused options, the overlap and the engine process (the later of two equal keys wins)
+ENGINE_OVERLAP = VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED, *FUSED, OVERLAP, PROCESS]
 
 # name -> (what it is, overrides of the config on top of the common ones)
 VARIANTS: dict[str, tuple[str, list[str]]] = {
@@ -106,32 +108,22 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
                                        + [NODETOK, BF16_LORA, *GROUPED_SHARED, *FUSED, OVERLAP]),
     "vllm_fast_shared_fused_engine_overlap": ("vllm_fast_shared_fused_overlap with TRL's engine in a process of its own "
                                               "(fast.generation_process): the next round generated outside the "
-                                              "trainer's interpreter", VLLM + ONE_MICRO_BATCH
-                                              + [NODETOK, BF16_LORA, *GROUPED_SHARED, *FUSED, OVERLAP, PROCESS]),
+                                              "trainer's interpreter", ENGINE_OVERLAP),
     "vllm_fast_shared_nois_fused_engine_overlap": ("vllm_fast_shared_fused_engine_overlap without the correction",
-                                                   VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED,
-                                                                             *FUSED, OVERLAP, PROCESS, NOIS]),
+                                                   ENGINE_OVERLAP + [NOIS]),
     "vllm_fast_shared_fused_engine_overlap_r128": ("vllm_fast_shared_fused_engine_overlap with the round's log-prob "
                                                    "forward in chunks of 128 rows, shortest prompts first (less "
                                                    "padding: benchmarks/results/round_logprob_padding.md)",
-                                                   VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED,
-                                                                             *FUSED, OVERLAP, PROCESS,
-                                                                             "fast.round_logprob_rows=128"]),
+                                                   ENGINE_OVERLAP + ["fast.round_logprob_rows=128"]),
     "vllm_fast_shared_fused_engine_overlap_r256": ("vllm_fast_shared_fused_engine_overlap_r128 with chunks of 256 rows",
-                                                   VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED,
-                                                                             *FUSED, OVERLAP, PROCESS,
-                                                                             "fast.round_logprob_rows=256"]),
+                                                   ENGINE_OVERLAP + ["fast.round_logprob_rows=256"]),
     "vllm_fast_shared_fused_engine_overlap_graphs": ("vllm_fast_shared_fused_engine_overlap with the loss forwards' "
                                                      "backbone passes replayed from CUDA graphs (fast.cuda_graphs)",
-                                                     VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA, *GROUPED_SHARED,
-                                                                               *FUSED, OVERLAP, PROCESS, GRAPHS]),
+                                                     ENGINE_OVERLAP + [GRAPHS]),
     "vllm_fast_shared_fused_engine_overlap_graphs_r64": ("vllm_fast_shared_fused_engine_overlap_graphs with the "
                                                          "round's no-grad forward in chunks of 64 rows, shortest "
                                                          "prompts first (the training steps' shapes, less padding)",
-                                                         VLLM + ONE_MICRO_BATCH + [NODETOK, BF16_LORA,
-                                                                                   *GROUPED_SHARED, *FUSED, OVERLAP,
-                                                                                   PROCESS, GRAPHS,
-                                                                                   "fast.round_logprob_rows=64"]),
+                                                         ENGINE_OVERLAP + [GRAPHS, "fast.round_logprob_rows=64"]),
     "trl_generate_fast": ("transformers generate (no vLLM), micro-batch 64 of whole groups, shared prompts, "
                           "bf16 LoRA inputs", ONE_MICRO_BATCH + [BF16_LORA, *GROUPED_SHARED]),
     "vllm_fast_shared_full": ("vllm_fast_shared as full fine-tuning (lora.enabled=false): a different recipe; no "

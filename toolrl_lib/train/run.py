@@ -218,9 +218,10 @@ def _train(
     with stage("GRPO steps"):
         run_trainer(trainer, checkpoint, paths)
     if changes.graphs is not None:  # what the CUDA graphs cost and covered (fast.cuda_graphs)
-        say(f"fast.cuda_graphs: {changes.graphs.stats()}")
+        graph_stats = changes.graphs.stats()
+        say(f"fast.cuda_graphs: {graph_stats}")
         if dist.main:
-            update_run_info(paths.root, cuda_graphs=changes.graphs.stats())
+            update_run_info(paths.root, cuda_graphs=graph_stats)
     save_last(trainer, tokenizer, paths.last, dist)
     step = trainer.state.global_step
     del trainer, model
