@@ -1,0 +1,179 @@
+"""Check ``fast.cuda_graphs`` on a GPU: replayed graphs against eager, numbers and time.
+
+The CPU tests run the graphed path with ``capture=False`` (the same function, eagerly): they
+cannot show that a *recorded* graph gives eager's numbers, that a replay with new data of the
+same shape reads that data (not the data it was recorded with), or that the LoRA gradients come
+back through ``make_graphed_callables``. This script does, on the model and micro-batch shapes
+of the GRPO recipe (``configs/embedded_gpu.yaml``: LoRA r 16 on every projection, bf16 weights,
+bf16 autocast, TRL's fused log-prob head, the fused LoRA projections; 8 prompts x 8 completions
+of up to 128 tokens), and times each way:
+
+- for a sequence of micro-batches whose shapes repeat (new random data each time), the shared
+  prompt loss forward + backward eagerly and through ``GraphedBackbone``: log-probs, entropies
+  and LoRA gradients compared (max absolute difference, and the gradients' relative norm);
+- the same without gradients (the round's log-prob pass);
+- milliseconds per call each way once recorded (median of ``--repeats``).
+
+    python -m benchmarks.gpu.cuda_graphs_check --model /tmp/toolrl-cache/models/smollm2-135m-instruct \
+        --out $OUT/cuda_graphs_check.json
+    python -m benchmarks.gpu.cuda_graphs_check --model tiny --device cpu   # the plumbing, eagerly (no capture)
+
+Exit status 1 when a replay's numbers differ from eager's beyond bf16 rounding (``--atol``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+def build_model(path: str, device: str) -> Any:
+    """A LoRA model as the GPU recipe trains it, with non-zero adapters (so the branches count)."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from trl import GRPOTrainer  # noqa: F401  (TRL's module sets up its kernels on import)
+    from trl.trainer.utils import add_fused_lm_head
+
+    from toolrl_lib.fast.fused_lora import fuse_lora_layers
+
+    if device == "cpu":  # TRL's fused head has a Triton kernel only; the library's CPU stand-in
+        from toolrl_lib.fast.cpu_logprob import install_cpu_logprob_fallback
+
+        install_cpu_logprob_fallback()
+    if path == "tiny":
+        from toolrl_lib.models import make_tiny_model
+
+        model, _ = make_tiny_model(seed=3, num_layers=2)
+    else:
+        from transformers import AutoModelForCausalLM
+
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16)
+    model.to(device)
+    add_fused_lm_head(model, temperature=1.0, outputs=("log_probs", "entropy"))
+    torch.manual_seed(0)
+    model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, target_modules=PROJECTIONS))
+    for name, p in model.named_parameters():
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, std=0.02)
+    fuse_lora_layers(model)
+    return model
+
+
+def micro_batch(groups: int, per_group: int, width: int, completion: int, vocab: int, seed: int,
+                device: str) -> tuple[Any, Any]:
+    """``groups`` prompts of up to ``width`` tokens (left-padded), ``per_group`` completions each of
+    up to ``completion`` tokens (right-padded): random ids, lengths varied, a fresh draw per seed."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    ids, mask = [], []
+    for group in range(groups):
+        plen = width - int(torch.randint(0, width // 3, (1,), generator=g)) if group else width
+        prompt = torch.randint(5, vocab, (plen,), generator=g).tolist()
+        for _ in range(per_group):
+            real = completion - int(torch.randint(0, completion // 2, (1,), generator=g))
+            comp = torch.randint(5, vocab, (real,), generator=g).tolist()
+            ids.append([0] * (width - plen) + prompt + comp + [0] * (completion - real))
+            mask.append([0] * (width - plen) + [1] * (plen + real) + [0] * (completion - real))
+    return torch.tensor(ids, device=device), torch.tensor(mask, device=device)
+
+
+def compare(a: Any, b: Any, real: Any) -> float:
+    return float((a.float() - b.float())[real].abs().max())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="/tmp/toolrl-cache/models/smollm2-135m-instruct",
+                        help="a model folder, or 'tiny' (a 2-layer random model, for the CPU)")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--widths", default="448,700,448,896,700",
+                        help="prompt widths of the micro-batches, in order (a repeat replays a recorded shape)")
+    parser.add_argument("--groups", type=int, default=8)
+    parser.add_argument("--per-group", type=int, default=8)
+    parser.add_argument("--completion", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=10, help="timed calls per way")
+    parser.add_argument("--atol", type=float, default=2e-2, help="largest log-prob difference accepted")
+    parser.add_argument("--out", type=Path, default=None, help="JSON of the comparisons and timings")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from toolrl_lib.fast.cuda_graphs import GraphedBackbone
+    from toolrl_lib.fast.shared_prompt import batched_shared_prompt_logps, prompt_groups
+
+    cuda = args.device == "cuda"
+    model = build_model(args.model, args.device)
+    vocab = model.config.vocab_size
+    params = [p for p in model.parameters() if p.requires_grad]
+    graphs = GraphedBackbone(model, capture=cuda)
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if cuda else torch.autocast("cpu", enabled=False)
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+
+    def loss_and_grads(ids: Any, mask: Any, use: Any, grad: bool) -> tuple[Any, Any, list[Any] | None]:
+        groups = prompt_groups(ids, mask, args.completion)
+        real = mask[:, -args.completion:].bool()
+        with autocast, torch.set_grad_enabled(grad):
+            logps, ent = batched_shared_prompt_logps(model, ids, mask, args.completion, True, groups, graphs=use)
+        grads = torch.autograd.grad((logps * real).sum(), params) if grad else None
+        return logps.detach(), ent.detach(), grads
+
+    def timed(ids: Any, mask: Any, use: Any, grad: bool) -> float:
+        times = []
+        for _ in range(args.repeats):
+            sync()
+            start = time.perf_counter()
+            loss_and_grads(ids, mask, use, grad)
+            sync()
+            times.append(time.perf_counter() - start)
+        return 1000 * statistics.median(times)
+
+    rows, worst = [], 0.0
+    for grad in (True, False):
+        for step, width in enumerate(int(w) for w in args.widths.split(",")):
+            ids, mask = micro_batch(args.groups, args.per_group, width, args.completion, vocab,
+                                    seed=1000 * grad + step, device=args.device)
+            real = mask[:, -args.completion:].bool()
+            recorded_before = len(graphs.train_graphs if grad else graphs.infer_graphs)
+            start = time.perf_counter()
+            got = loss_and_grads(ids, mask, graphs, grad)  # records on a new shape, else replays
+            sync()
+            first_s = time.perf_counter() - start
+            want = loss_and_grads(ids, mask, None, grad)
+            row: dict[str, Any] = {
+                "grad": grad, "width": width, "rows": int(ids.shape[0]),
+                "recorded": len(graphs.train_graphs if grad else graphs.infer_graphs) > recorded_before,
+                "first_call_s": round(first_s, 3),
+                "logp_max_abs_diff": compare(got[0], want[0], real),
+                "entropy_max_abs_diff": compare(got[1], want[1], real),
+            }
+            if grad:
+                num = sum(float((a.float() - b.float()).norm()) ** 2 for a, b in zip(got[2], want[2], strict=True))
+                den = sum(float(b.float().norm()) ** 2 for b in want[2])
+                row["grad_relative_diff"] = (num / den) ** 0.5 if den else 0.0
+            row["eager_ms"] = round(timed(ids, mask, None, grad), 2)
+            row["graphed_ms"] = round(timed(ids, mask, graphs, grad), 2)
+            worst = max(worst, row["logp_max_abs_diff"])
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    result = {"model": args.model, "device": torch.cuda.get_device_name() if cuda else platform.processor() or "cpu",
+              "torch": torch.__version__, "capture": cuda, "atol": args.atol, "worst_logp_diff": worst,
+              "passed": worst <= args.atol and not graphs.errors, "graphs": graphs.stats(), "rows": rows,
+              "command": "python -m benchmarks.gpu.cuda_graphs_check " + " ".join(argv if argv is not None else sys.argv[1:])}
+    print(json.dumps({k: v for k, v in result.items() if k != "rows"}), flush=True)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+    return 0 if result["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
