@@ -124,6 +124,14 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
                                                          "round's no-grad forward in chunks of 64 rows, shortest "
                                                          "prompts first (the training steps' shapes, less padding)",
                                                          ENGINE_OVERLAP + [GRAPHS, "fast.round_logprob_rows=64"]),
+    "vllm_fast_shared_fused_engine_overlap_sampler": ("vllm_fast_shared_fused_engine_overlap with the round's old "
+                                                      "log-probs from vLLM's sampler, no forward over the round "
+                                                      "(fast.sampler_logps: a change of algorithm, PPO's ratio "
+                                                      "against the sampling policy)",
+                                                      ENGINE_OVERLAP + ["fast.sampler_logps=true"]),
+    "vllm_fast_shared_fused_engine_overlap_graphs_sampler": ("vllm_fast_shared_fused_engine_overlap_graphs with "
+                                                             "fast.sampler_logps",
+                                                             ENGINE_OVERLAP + [GRAPHS, "fast.sampler_logps=true"]),
     "trl_generate_fast": ("transformers generate (no vLLM), micro-batch 64 of whole groups, shared prompts, "
                           "bf16 LoRA inputs", ONE_MICRO_BATCH + [BF16_LORA, *GROUPED_SHARED]),
     "vllm_fast_shared_full": ("vllm_fast_shared as full fine-tuning (lora.enabled=false): a different recipe; no "
@@ -293,9 +301,10 @@ def worker(args: argparse.Namespace) -> int:
         row.update(overlap_figures(metrics) if overlapped else {})
         row.update(sampling_figures(metrics))
         row["startup_s"] = round((clock.first or began) - began, 1)
-        graphs = read_run_info(run).extra.get("cuda_graphs")
-        if graphs:  # graphs recorded, calls run eagerly, failed recordings quoted (fast.cuda_graphs)
-            row["cuda_graphs"] = graphs
+        info = read_run_info(run).extra
+        for option in ("cuda_graphs", "sampler_logps"):  # what the option covered, where it fell back (quoted)
+            if info.get(option):
+                row[option] = info[option]
         if cuda:
             row["torch_peak_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 2)
         lengths = [r["completions/mean_length"] for r in logged if r.get("completions/mean_length") is not None]

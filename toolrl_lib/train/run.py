@@ -217,11 +217,12 @@ def _train(
         + (f", resuming from {checkpoint.name}" if checkpoint else ""))
     with stage("GRPO steps"):
         run_trainer(trainer, checkpoint, paths)
-    if changes.graphs is not None:  # what the CUDA graphs cost and covered (fast.cuda_graphs)
-        graph_stats = changes.graphs.stats()
-        say(f"fast.cuda_graphs: {graph_stats}")
-        if dist.main:
-            update_run_info(paths.root, cuda_graphs=graph_stats)
+    for option, part in (("cuda_graphs", changes.graphs), ("sampler_logps", changes.sampler)):
+        if part is not None:  # what the option covered and where it fell back (fast.cuda_graphs, fast.sampler_logps)
+            part_stats = part.stats()
+            say(f"fast.{option}: {part_stats}")
+            if dist.main:
+                update_run_info(paths.root, **{option: part_stats})
     save_last(trainer, tokenizer, paths.last, dist)
     step = trainer.state.global_step
     del trainer, model
