@@ -20,7 +20,6 @@ from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 from tests.test_overlap_generation import GPU, StandInEngine, _reward  # noqa: E402
 from toolrl_lib.fast import sampler_logps  # noqa: E402
 from toolrl_lib.fast.cpu_logprob import install_cpu_logprob_fallback  # noqa: E402
-from toolrl_lib.fast.overlap import install as install_overlap  # noqa: E402
 from toolrl_lib.models import make_tiny_model  # noqa: E402
 from toolrl_lib.train.config import ConfigError, load_run_config, validate  # noqa: E402
 
@@ -75,9 +74,15 @@ def _run(tmp_path: Any, option: bool, overlap: bool = False, missing: tuple[int,
     from toolrl_lib.fast import trl_compat
 
     trl_compat.hook(trainer, "_get_per_token_logps_and_entropies", count)  # innermost: sees only real forwards
-    if overlap:
-        install_overlap(trainer)
-    holder = sampler_logps.install(trainer) if option else None
+    if overlap:  # both through the library's own install, in its order (the sampler's hook outside the overlap's)
+        from toolrl_lib import fast
+
+        config = load_run_config("configs/embedded_gpu.yaml", [*GPU, "fast.overlap_generation=true",
+                                                                 f"fast.sampler_logps={str(option).lower()}"])
+        config.fast.skip_zero_advantage = False
+        holder = fast.install(trainer, config, device="cuda").sampler
+    else:
+        holder = sampler_logps.install(trainer) if option else None
     rounds: list[dict[str, Any]] = []
 
     def keep(call: Any, *args: Any, **kwargs: Any) -> Any:
