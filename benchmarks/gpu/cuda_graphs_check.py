@@ -11,7 +11,7 @@ of up to 128 tokens), and times each way:
 - for a sequence of micro-batches whose shapes repeat (new random data each time), the shared
   prompt loss forward + backward eagerly and through ``GraphedBackbone``: log-probs, entropies
   and LoRA gradients compared (max absolute difference, and the gradients' relative norm);
-- the same without gradients (the round's log-prob pass);
+- the same without gradients (the round's log-prob pass), interleaved with the former;
 - milliseconds per call each way once recorded (median of ``--repeats``).
 
     python -m benchmarks.gpu.cuda_graphs_check --model /tmp/toolrl-cache/models/smollm2-135m-instruct \
@@ -137,8 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1000 * statistics.median(times)
 
     rows, worst = [], 0.0
-    for grad in (True, False):
-        for step, width in enumerate(int(w) for w in args.widths.split(",")):
+    for step, width in enumerate(int(w) for w in args.widths.split(",")):
+        for grad in (True, False):  # interleaved, as in a run: one memory pool serves both kinds of graph
             ids, mask = micro_batch(args.groups, args.per_group, width, args.completion, vocab,
                                     seed=1000 * grad + step, device=args.device)
             real = mask[:, -args.completion:].bool()
