@@ -210,3 +210,22 @@ def test_config_rules_and_install():
     config.fast.group_batches = config.fast.skip_zero_advantage = False
     done = fast.install(trainer, config, device="cpu")  # no GPU: the shared prompts without graphs
     assert done.graphs is None and not any("CUDA graphs" in line for line in done)
+
+
+def test_the_gpu_check_runs_its_comparisons_eagerly_on_cpu(tmp_path):
+    """benchmarks/gpu/cuda_graphs_check.py, the recorded graphs' check on a GPU: on a CPU its plumbing
+    (model, micro-batches, comparisons, timings, the JSON) with the graphed path run eagerly."""
+    import json
+
+    from benchmarks.gpu.cuda_graphs_check import main
+
+    out = tmp_path / "check.json"
+    assert main(["--model", "tiny", "--device", "cpu", "--widths", "40,60,40", "--completion", "16",
+                 "--repeats", "1", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["passed"] and not result["capture"]
+    assert [(r["width"], r["grad"]) for r in result["rows"]] == [(40, True), (40, False), (60, True), (60, False),
+                                                                  (40, True), (40, False)]
+    assert all(r["logp_max_abs_diff"] < 1e-4 and r["entropy_max_abs_diff"] < 1e-4 for r in result["rows"])
+    assert all(r["grad_relative_diff"] < 1e-4 for r in result["rows"] if r["grad"])
+    assert result["graphs"]["eager_calls"] == 6 * 2  # each row: the compared call and --repeats (1) timed ones
