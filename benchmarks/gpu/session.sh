@@ -223,10 +223,10 @@ case "${1:?step}" in
      for f in /tmp/tp/*.log; do echo "== $f"; grep -v "it/s]" "$f" | grep -i "error\|fast:\|GRPO (" | tail -4; done
      pack throughput --exclude="*.safetensors" --exclude="*.pt" --exclude="*.bin" -C /tmp tp ;;
   cgcheck) # issue 37: fast.cuda_graphs' recorded graphs against eager on the embedded model (numbers, then ms per
-     # call; ~60 s; after 1, carries .whl/gguf2 for the model) -> $OUT/cuda_graphs_check.json
+     # call; ~60 s; after 1, carries .whl/gguf2 for the model; CG_ARGS: more arguments) -> $OUT/cuda_graphs_check.json
      bash "$0" model || exit 1
      python3 -m benchmarks.gpu.cuda_graphs_check --out "$OUT/cuda_graphs_check.json" \
-       --model /tmp/toolrl-cache/models/smollm2-135m-instruct 2>&1 | grep -v "it/s]" | tail -20 ;;
+       --model /tmp/toolrl-cache/models/smollm2-135m-instruct ${CG_ARGS:-} 2>&1 | grep -v "it/s]" | tail -20 ;;
   tpq) # issue 37: a short side by side at a session's end (after 1, vllm1, vllm2; carries .whl/gguf2 for the model):
      # rows and logs straight under $OUT/tp as each variant ends, so a call cut by the device's limit still returns
      # what finished; weights dropped. TPQ_S: the call's seconds, TP_ARGS: variants, --rounds
