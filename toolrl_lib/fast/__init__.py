@@ -60,11 +60,17 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
     ``torch.cuda.make_graphed_callables`` for the loss forward and backward and one captured
     forward for the round's no-grad pass; eager's kernels, so the same numbers; TRL's fused head
     eager on the replayed hidden states. For a step bound by the host's launches, not the GPU.
+    Run 8 (H100): replayed mid-round steps 0.18-0.21 s against 0.33-0.53 s eager, but recording
+    a new shape took 1.2-2.2 s, so 24 timed steps ran 94.4 against 99.3/s; and the GPU check
+    (``benchmarks/results/cuda_graphs_check.md``) has yet to separate the recording's numbers from
+    the padding's bf16 rounding. Off by default; not a recipe yet.
 ``sampler_logps: true`` (vLLM rollouts; a change of algorithm)
     The round's old log-probs are the ones vLLM sampled with, not TRL's no-grad forward over the
     round (``sampler_logps.py``; ~0.9-1.0 s of a round of 512 on an H100, run 6): PPO's ratio is
     taken against the sampling policy, TRL's importance-sampling correction becomes exactly 1. A
-    round whose log-probs do not fit its completions runs the forward, counted. Not yet measured.
+    round whose log-probs do not fit its completions runs the forward, counted. Run 8 (H100,
+    with the engine-process overlap): 88.4 against 99.3/s for its twin, slower: the next round's
+    generation then overlapped the training steps instead of that forward. Off by default.
 ``trim_padding: true``
     Every log-prob forward of the trainer cut to its rows' own length (``trim_padding.py``):
     rows in length order, each chunk without the round's common left and right padding, and

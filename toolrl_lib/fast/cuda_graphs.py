@@ -25,6 +25,14 @@ disabled nor merged (a call where they are runs eagerly: TRL's reference pass, t
 no other thread makes CUDA calls while a graph is recorded (the overlapped generation's worker,
 which synchronizes its stream, is waited for: ``before_recording``).
 
+Measured (run 8, one H100, ``benchmarks/results/grpo_throughput.md``): no recording failed;
+replayed mid-round steps took 0.18-0.21 s against 0.33-0.53 s eager, but each new shape cost 1.2-2.2 s
+to record and a round's 512-row no-grad chunk is usually a new width, so 24 timed steps ran 94.4
+against 99.3 completions/s. ``benchmarks/gpu/cuda_graphs_check.py`` found replays differing from
+unpadded eager by far more than rounding on random tokens, and on the CPU the buckets' padding alone
+moves such log-probs by up to 0.4 in bf16 (``benchmarks/results/cuda_graphs_check.md``): which of
+the two it was is the next GPU run's question. Off by default.
+
 First tried: ``torch.compile``'s ``cudagraphs`` backend with dynamic widths. On an H100 its two
 traces took minutes, and a replay for a new width reused a graph recorded for another (``The size
 of tensor a (832) must match the size of tensor b (512)``): that backend keys its recordings on

@@ -17,6 +17,13 @@ That is a change of algorithm, not of speed alone, and is reported as one:
   correction is exactly 1 and the clip range absorbs the difference instead.
 - Tokens where the engine and the trainer disagree most are the ones the clip cuts first.
 
+Measured (``benchmarks/results/grpo_throughput.md``, run 8, one H100, with the engine-process
+overlap): every round served from the sampler, and the run was slower, 88.4 against 99.3
+completions/s for its twin in the same run. The forward it removes was GPU work that the next
+round's generation (in the engine's own process) overlapped; without it, the generation overlapped
+the training steps instead (mid-round steps 0.5-0.65 s against 0.33-0.53 s), and two processes take
+turns on one GPU. Off by default.
+
 Each round is checked: every row's sampled log-probs must match its completion's length and be
 finite; a round that fails (a missing log-prob, a multi-turn completion extended by tool output)
 runs TRL's forward as before and is counted (``stats``). Training-mode calls without gradients
