@@ -66,8 +66,8 @@ class SamplerLogps:
     """Holds the last round's sampled log-probs (from TRL's rollout method) until the round's
     no-grad forward asks for them; counts the rounds served and those that fell back."""
 
-    def __init__(self, trainer: Any) -> None:
-        self.trainer = trainer
+    def __init__(self, trainer: Any, method: str = "_generate_single_turn") -> None:
+        self.trainer, self.method = trainer, method  # method: TRL's rollout method that was hooked
         self.pending: list[list[float | None]] | None = None
         self.served = 0
         self.fallbacks: list[str] = []
@@ -75,7 +75,7 @@ class SamplerLogps:
     def rollout(self, call: Any, *args: Any, **kwargs: Any) -> Any:
         result = call(*args, **kwargs)
         if self.trainer.model.training:  # validation's rollouts are not a training round
-            # _generate_single_turn returns (completion_ids, logprobs, ...), _generate (prompt_ids, completion_ids, ..., logprobs at 4)
+            # _generate_single_turn returns (completion_ids, logprobs); the older _generate has them 5th
             self.pending = result[1] if self.method == "_generate_single_turn" else result[4]
         return result
 
@@ -101,14 +101,12 @@ class SamplerLogps:
         return {"rounds_from_sampler": self.served, "rounds_forward": len(self.fallbacks),
                 "fallbacks": self.fallbacks[:3]}
 
-    method = "_generate_single_turn"
-
 
 def install(trainer: Any) -> SamplerLogps:
     """Hook TRL's rollout method (keep the round's sampled log-probs) and its per-token log-prob
     forward (serve them to the round's no-grad call)."""
-    holder = SamplerLogps(trainer)
-    holder.method = trl_compat.hook_rollout(trainer, holder.rollout)
+    holder = SamplerLogps(trainer, trl_compat.generation_method(trainer)[0])
+    trl_compat.hook(trainer, holder.method, holder.rollout)
     trl_compat.hook(trainer, "_get_per_token_logps_and_entropies", holder.per_token)
     return holder
 
