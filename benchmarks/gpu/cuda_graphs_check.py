@@ -42,17 +42,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-PROJECTIONS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+RECIPE = "configs/embedded_gpu.yaml"  # the GRPO recipe whose LoRA section the check adapts the model with
 
 
 def build_model(path: str, device: str, dtype: str = "bf16") -> Any:
     """A LoRA model as the GPU recipe trains it, with non-zero adapters (so the branches count)."""
     import torch
-    from peft import LoraConfig, get_peft_model
+    from peft import get_peft_model
     from trl import GRPOTrainer  # noqa: F401  (TRL's module sets up its kernels on import)
     from trl.trainer.utils import add_fused_lm_head
 
     from toolrl_lib.fast.fused_lora import fuse_lora_layers
+    from toolrl_lib.train.backend import peft_lora_config
+    from toolrl_lib.train.config import load_run_config
 
     if device == "cpu":  # TRL's fused head has a Triton kernel only; the library's CPU stand-in
         from toolrl_lib.fast.cpu_logprob import install_cpu_logprob_fallback
@@ -69,7 +71,7 @@ def build_model(path: str, device: str, dtype: str = "bf16") -> Any:
     model.to(device)
     add_fused_lm_head(model, temperature=1.0, outputs=("log_probs", "entropy"))
     torch.manual_seed(0)
-    model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, target_modules=PROJECTIONS))
+    model = get_peft_model(model, peft_lora_config(load_run_config(RECIPE).lora))
     for name, p in model.named_parameters():
         if "lora_B" in name:
             torch.nn.init.normal_(p, std=0.02)
