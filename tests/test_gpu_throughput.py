@@ -157,3 +157,47 @@ def test_one_variant_end_to_end_on_cpu(tmp_path, tiny_model_dir):
     assert rows[0]["steps"] == 2 and rows[0]["completions"] == 16 and rows[0]["completions_per_s"] > 0
     assert 0 < rows[0]["generation_share"] < 1
     assert "vLLM" in rows[1]["error"] and "ratio" not in rows[1]
+
+
+def _fake_mps_control(folder, tmp_path):
+    """A stand-in ``nvidia-cuda-mps-control`` on PATH that logs its arguments and its stdin."""
+    import os
+    import stat
+
+    folder.mkdir()
+    script = folder / "nvidia-cuda-mps-control"
+    script.write_text(f'#!/bin/sh\necho "args:$*" >> {tmp_path}/mps.log\n'
+                      f'[ "$1" = -d ] || {{ read line; echo "stdin:$line" >> {tmp_path}/mps.log; }}\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return {**os.environ, "PATH": f"{folder}:/usr/bin:/bin"}
+
+
+def test_an_mps_variant_runs_its_command_as_a_client_of_its_own_server_then_stops_it(tmp_path):
+    import subprocess
+
+    env = _fake_mps_control(tmp_path / "bin", tmp_path)
+    command = tp.under_mps(["sh", "-c", 'echo "pipe=$CUDA_MPS_PIPE_DIRECTORY"; exit 3'], tmp_path / "m")
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    assert done.returncode == 3  # the command's own exit status
+    assert done.stdout.strip() == f"pipe={tmp_path}/m/pipe"  # a private server: no other process is its client
+    assert (tmp_path / "mps.log").read_text().splitlines() == ["args:-d", "args:", "stdin:quit"]
+    assert (tmp_path / "m" / "log").is_dir()
+
+
+def test_an_mps_variant_on_a_host_without_mps_is_a_row_saying_so(tmp_path):
+    import os
+
+    env_path = os.environ["PATH"]
+    os.environ["PATH"] = "/usr/bin:/bin"  # no nvidia-cuda-mps-control there on a CI box
+    try:
+        import shutil
+
+        if shutil.which("nvidia-cuda-mps-control"):
+            pytest.skip("this host has MPS")
+        tp.main(["run", "--out", str(tmp_path), "--variants", "vllm_fast_shared_fused_engine_overlap_mps",
+                 "--budget-s", "60", "--min-start-s", "1"])
+    finally:
+        os.environ["PATH"] = env_path
+    row = json.loads((tmp_path / "grpo_throughput.json").read_text())["rows"][0]
+    assert row["path"] == "vllm_fast_shared_fused_engine_overlap_mps"
+    assert "exit 97" in row["error"] and "nvidia-cuda-mps-control is not on this host's PATH" in row["error"]

@@ -6,7 +6,8 @@ rounds of 512 completions (64 prompts x 8), through the library's own ``toolrl_l
 Priming, validation and filtering are off: only the GRPO loop is timed, from the base model.
 
 Every variant runs in its own process (a fresh GPU: vLLM's colocated engine keeps its memory
-until the process ends), one after another, under one ``--budget-s``. Per variant:
+until the process ends), one after another, under one ``--budget-s``; a variant named ``*_mps`` runs
+as a client of its own CUDA MPS server (``under_mps``). Per variant:
 
 - ``completions_per_s``: completions of the timed rounds / wall seconds from the end of the
   warm-up rounds to the end of the last timed step (rollouts, rewards, log-prob passes,
@@ -132,6 +133,14 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "vllm_fast_shared_fused_engine_overlap_graphs_sampler": ("vllm_fast_shared_fused_engine_overlap_graphs with "
                                                              "fast.sampler_logps",
                                                              ENGINE_OVERLAP + [GRAPHS, "fast.sampler_logps=true"]),
+    "vllm_fast_shared_fused_engine_overlap_mps": ("vllm_fast_shared_fused_engine_overlap with the trainer and the "
+                                                  "engine process as clients of one CUDA MPS server (see under_mps)",
+                                                  ENGINE_OVERLAP),
+    "vllm_fast_shared_fused_engine_overlap_graphs_r64_mps": ("vllm_fast_shared_fused_engine_overlap_graphs_r64 under "
+                                                             "CUDA MPS", ENGINE_OVERLAP + [GRAPHS,
+                                                                                           "fast.round_logprob_rows=64"]),
+    "vllm_fast_shared_fused_engine_overlap_sampler_mps": ("vllm_fast_shared_fused_engine_overlap_sampler under CUDA MPS",
+                                                          ENGINE_OVERLAP + ["fast.sampler_logps=true"]),
     "trl_generate_fast": ("transformers generate (no vLLM), micro-batch 64 of whole groups, shared prompts, "
                           "bf16 LoRA inputs", ONE_MICRO_BATCH + [BF16_LORA, *GROUPED_SHARED]),
     "vllm_fast_shared_full": ("vllm_fast_shared as full fine-tuning (lora.enabled=false): a different recipe; no "
@@ -144,6 +153,9 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
                           "(grpo.vllm.importance_sampling_correction=false)",
                           VLLM + ONE_MICRO_BATCH + [NODETOK, NOIS]),
 }
+# A variant named ``*_mps`` runs under CUDA MPS (``under_mps``): with the engine in a process of its own,
+# trainer and engine otherwise take turns on the GPU (time slices), and neither fills it alone.
+MPS_SUFFIX = "_mps"
 DEFAULT_VARIANTS = "trl_generate,vllm,vllm_mb64,vllm_mb64_nodetok,vllm_mb64_shared"
 FIELDS = ["model", "path", "completions_per_s", "generation_share", "peak_gib", "steps", "baseline_path",
           "ratio", "seconds_per_step", "generation_s_per_round", "torch_peak_gib", "startup_s",
@@ -385,8 +397,12 @@ def run_all(args: argparse.Namespace) -> int:
               "--warmup-rounds", str(args.warmup_rounds), "--round", str(args.round),
               *(f"--set={s}" for s in args.set), *(["--profile-steps", args.profile_steps] if args.profile_steps else []),
               *(["--sample-steps", args.sample_steps] if args.sample_steps else [])]
-    jobs = [Job(v, [sys.executable, "-m", "benchmarks.gpu.grpo_throughput", "worker", "--variant", v, *common],
-                log=out / f"{v}.log") for v in variants]
+    jobs = []
+    for v in variants:
+        command = [sys.executable, "-m", "benchmarks.gpu.grpo_throughput", "worker", "--variant", v, *common]
+        if v.endswith(MPS_SUFFIX):
+            command = under_mps(command, out / "mps" / v)
+        jobs.append(Job(v, command, log=out / f"{v}.log"))
     rows: list[dict[str, Any]] = []
 
     def ended(outcome: Outcome) -> None:
@@ -401,6 +417,35 @@ def run_all(args: argparse.Namespace) -> int:
 
     run_lanes(jobs, [None], time.time() + args.budget_s, min_start_s=args.min_start_s, on_end=ended)
     return 0
+
+
+MPS_WRAPPER = r"""
+export CUDA_MPS_PIPE_DIRECTORY="$1/pipe" CUDA_MPS_LOG_DIRECTORY="$1/log"; shift
+mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+command -v nvidia-cuda-mps-control > /dev/null || { echo "MPS: nvidia-cuda-mps-control is not on this host's PATH" >&2; exit 97; }
+nvidia-cuda-mps-control -d || { echo "MPS: the control daemon did not start" >&2; exit 97; }
+"$@"; rc=$?
+echo quit | nvidia-cuda-mps-control
+exit $rc
+"""
+
+
+def under_mps(command: list[str], folder: Path) -> list[str]:
+    """``command`` as a client of its own CUDA MPS server, so the kernels of the trainer and of
+    vLLM's engine process (which inherits the environment) can run on the GPU at the same time.
+
+    The control daemon is a process, not a setting of the card (compute mode, clocks and the rest
+    are left alone); its pipe and log folders live under ``folder``, so no other process on the
+    host becomes its client, and it is asked to quit when the command ends. A job killed at the
+    deadline leaves its daemon to the host's end. Without ``nvidia-cuda-mps-control`` the job
+    exits 97 with a line saying so, and its row carries that line.
+
+    >>> under_mps(["python", "-m", "x"], Path("/tmp/m"))[:2]
+    ['bash', '-c']
+    >>> under_mps(["python", "-m", "x"], Path("/tmp/m"))[3:]
+    ['mps', '/tmp/m', 'python', '-m', 'x']
+    """
+    return ["bash", "-c", MPS_WRAPPER, "mps", str(folder), *command]
 
 
 def _tail(log: Path | None, lines: int = 3) -> str:
