@@ -78,23 +78,27 @@ def test_graphed_forward_gives_trl_and_eager_numbers(lora_model):
         grads = torch.autograd.grad((logps * real).sum(), params)
         for got, want in zip(grads, ref_grads, strict=True):
             assert torch.allclose(got, want, atol=1e-4, rtol=1e-3)
-    assert graphs.stats() == {"training_graphs": 0, "inference_graphs": 0, "eager_calls": 1, "failed_recordings": 0,
-                              "errors": []}
+    stats = graphs.stats()
+    assert (stats["training_graphs"], stats["inference_graphs"], stats["eager_calls"]) == (0, 0, 1)
+    assert stats["failed_recordings"] == stats["planned_graphs"] == 0 and stats["errors"] == []
 
 
 class Recording(GraphedBackbone):
     """Records nothing: each "recording" is counted and runs the function eagerly."""
 
-    def __init__(self, model):
-        super().__init__(model, capture=True, before_recording=lambda: self.recorded.append("quiet"))
+    def __init__(self, model, widths=()):
+        super().__init__(model, capture=True, before_recording=lambda: self.recorded.append("quiet"), widths=widths)
         self.recorded = []
+        self.inputs = []  # what each recording was given
 
     def record_training(self, tensors):
         self.recorded.append(("train", tensors[0].shape[1]))
+        self.inputs.append(tensors)
         return lambda *args: self._run(*args)
 
     def record_inference(self, tensors):
         self.recorded.append(("infer", tensors[0].shape[1]))
+        self.inputs.append(tensors)
         return lambda *args: self._run(*args)
 
 
@@ -116,9 +120,39 @@ def test_one_recording_per_shape_and_grad_mode_none_with_adapters_off(lora_model
                                ("infer", 128)]  # other threads' CUDA calls waited for before each recording
     with lora_model.disable_adapter(), torch.no_grad():
         batched_in_chunks(lora_model, ids, mask, c, False, groups, rows=6, graphs=graphs)
-    assert len(graphs.recorded) == 8 and graphs.stats() == {"training_graphs": 2, "inference_graphs": 2,
-                                                            "eager_calls": 1, "failed_recordings": 0,
-                                                            "errors": []}
+    stats = graphs.stats()
+    assert len(graphs.recorded) == 8 and (stats["training_graphs"], stats["inference_graphs"]) == (2, 2)
+    assert stats["eager_calls"] == 1 and stats["failed_recordings"] == stats["planned_graphs"] == 0
+    lora_model.zero_grad()
+
+
+def test_planned_widths_are_recorded_at_each_modes_first_recording(lora_model):
+    """Prompts of 12 to 140 tokens plan widths 64, 128 and 192: the first call with gradients (width
+    11, bucket 64) records all three, so a later batch 75 wide (bucket 128) replays one of them; the
+    first call without gradients records the three again, in its own mode. The planned inputs have
+    the real ones' shapes and run through the backbone."""
+    from toolrl_lib.fast.shared_prompt import tail_hidden
+
+    graphs = Recording(lora_model, widths=cuda_graphs.planned_widths([12, 140]))
+    for width in (11, 75):
+        ids, mask, c = _batch(width, seed=5)
+        groups = prompt_groups(ids, mask, c)
+        logps, _ = batched_in_chunks(lora_model, ids, mask, c, False, groups, rows=6, graphs=graphs)
+        logps.sum().backward()
+    assert graphs.recorded == ["quiet", ("train", 64), ("train", 128), ("train", 192)]
+    with torch.no_grad():
+        batched_in_chunks(lora_model, ids, mask, c, False, groups, rows=6, graphs=graphs)
+    assert graphs.recorded[4:] == ["quiet", ("infer", 128), ("infer", 64), ("infer", 192)]
+    stats = graphs.stats()
+    assert (stats["training_graphs"], stats["inference_graphs"], stats["planned_graphs"]) == (3, 3, 4)
+    assert stats["eager_calls"] == 0 and stats["recording_s"] >= 0
+    real = graphs.inputs[0]
+    for planned in graphs.inputs[1:3]:
+        assert [t.dtype for t in planned] == [t.dtype for t in real]
+        assert planned[1][:, 0].eq(0).all() and planned[5].shape[1] == planned[0].shape[1] + real[4].shape[1]
+        with torch.no_grad():
+            hidden = tail_hidden(graphs.backbone, *planned)
+        assert hidden.shape[:2] == real[4].shape and torch.isfinite(hidden).all()
     lora_model.zero_grad()
 
 
@@ -233,3 +267,42 @@ def test_the_gpu_check_runs_its_comparisons_eagerly_on_cpu(tmp_path):
         if row["grad"]:
             assert row["capture_grad_relative_diff"] == 0.0 and row["padding_grad_relative_diff"] < 1e-4
     assert result["graphs"]["eager_calls"] == 6 * 2  # each row: the compared call and --repeats (1) timed ones
+
+
+
+def test_the_gpu_checks_planned_widths_replay_graphs_recorded_from_stand_in_inputs(tmp_path, monkeypatch):
+    """--planned: the first call of each kind records every width of --widths, so the later widths'
+    rows replay graphs recorded from ``at_width``'s stand-ins. No capture on a CPU: "recording" is
+    stood in for by the eager function, and the rows still compare against eager on the real data."""
+    import json
+
+    from benchmarks.gpu.cuda_graphs_check import main
+
+    monkeypatch.setattr(GraphedBackbone, "_recordable", lambda self: True)
+    monkeypatch.setattr(GraphedBackbone, "record_training", lambda self, tensors: self._run)
+    monkeypatch.setattr(GraphedBackbone, "record_inference", lambda self, tensors: self._run)
+    out = tmp_path / "check.json"
+    assert main(["--model", "tiny", "--device", "cpu", "--widths", "40,100,40", "--completion", "16",
+                 "--repeats", "1", "--planned", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["planned"] and result["passed"]
+    assert [(r["width"], r["grad"], r["recorded"]) for r in result["rows"]] == [
+        (40, True, True), (40, False, True), (100, True, False), (100, False, False), (40, True, False),
+        (40, False, False)]  # widths 39 and 99: buckets 64 and 128, both recorded at each kind's first call
+    stats = result["graphs"]
+    assert (stats["training_graphs"], stats["inference_graphs"], stats["planned_graphs"]) == (2, 2, 2)
+    assert stats["eager_calls"] == 0
+
+def test_the_planned_widths_come_from_the_training_prompts():
+    from datasets import Dataset
+
+    def tokenizer(texts, add_special_tokens):
+        assert add_special_tokens is False  # as TRL tokenizes a rendered prompt
+        return {"input_ids": [text.split() for text in texts]}
+
+    trainer = SimpleNamespace(train_dataset=Dataset.from_dict({"prompt": ["a " * 12, "b " * 140, "c " * 50]}),
+                              processing_class=tokenizer)
+    assert cuda_graphs.dataset_widths(trainer) == [64, 128, 192]
+    trainer.train_dataset = Dataset.from_dict({"messages": [[{"role": "user", "content": "x"}]]})
+    assert cuda_graphs.dataset_widths(trainer) == []  # not the library's rendered prompts: nothing planned
+    assert cuda_graphs.dataset_widths(SimpleNamespace()) == []

@@ -17,6 +17,11 @@ of up to 128 tokens), and times each way:
 - the same without gradients (the round's log-prob pass), interleaved with the former;
 - milliseconds per call, eager against replayed (median of ``--repeats``).
 
+``--planned`` gives the graphs every width of ``--widths`` up front (``fast.cuda_graphs``' planned
+widths, as a run plans its training prompts'): the first call of each kind records them all from
+stand-in inputs (``cuda_graphs.at_width``), so the later widths' rows compare replays of graphs
+recorded from those stand-ins (``recorded`` false) with eager on the real data.
+
 The first GPU run (2026-12-07, H100, an earlier form that compared replays with unpadded eager
 only) found differences of up to 8.6 in a log-prob and 0.98 in the gradients' relative norm on
 random tokens, while the same option's GRPO run matched eager's entropies and TRL's sampler
@@ -120,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="bf16 autocast as the trainer runs it (auto: on cuda only)")
     parser.add_argument("--atol", type=float, default=2e-2,
                         help="largest log-prob difference accepted between a replay and the same shapes run eagerly")
+    parser.add_argument("--planned", action="store_true",
+                        help="record every width of --widths at each kind's first call, as a run plans its prompts'")
     parser.add_argument("--out", type=Path, default=None, help="JSON of the comparisons and timings")
     args = parser.parse_args(argv)
 
@@ -132,7 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     model = build_model(args.model, args.device, args.weights)
     vocab = model.config.vocab_size
     params = [p for p in model.parameters() if p.requires_grad]
-    graphs = GraphedBackbone(model, capture=cuda)
+    widths = [int(w) for w in args.widths.split(",")]
+    # a micro-batch's longest prompt is ``width`` tokens; the graphs' width is that less its last token
+    graphs = GraphedBackbone(model, capture=cuda, widths=[w - 1 for w in widths] if args.planned else ())
     eager_padded = GraphedBackbone(model, capture=False)  # the graphs' padded shapes, eagerly
     bf16 = args.autocast == "bf16" or (args.autocast == "auto" and cuda)
     autocast = torch.autocast(args.device, dtype=torch.bfloat16, enabled=bf16)
@@ -166,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         return out
 
     rows, worst = [], 0.0
-    for step, width in enumerate(int(w) for w in args.widths.split(",")):
+    for step, width in enumerate(widths):
         for grad in (True, False):  # interleaved, as in a run: one memory pool serves both kinds of graph
             ids, mask = micro_batch(args.groups, args.per_group, width, args.completion, vocab,
                                     seed=1000 * grad + step, device=args.device)
@@ -196,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(json.dumps(row), flush=True)
     result = {"model": args.model, "device": torch.cuda.get_device_name() if cuda else platform.processor() or "cpu",
-              "torch": torch.__version__, "capture": cuda, "weights": args.weights, "autocast_bf16": bf16, "atol": args.atol,
+              "torch": torch.__version__, "capture": cuda, "weights": args.weights, "autocast_bf16": bf16,
+              "planned": args.planned, "atol": args.atol,
               "worst_capture_logp_diff": worst,
               "passed": worst <= args.atol and not graphs.errors, "graphs": graphs.stats(), "rows": rows,
               "command": "python -m benchmarks.gpu.cuda_graphs_check " + " ".join(argv if argv is not None else sys.argv[1:])}

@@ -141,6 +141,9 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
                                                                                            "fast.round_logprob_rows=64"]),
     "vllm_fast_shared_fused_engine_overlap_sampler_mps": ("vllm_fast_shared_fused_engine_overlap_sampler under CUDA MPS",
                                                           ENGINE_OVERLAP + ["fast.sampler_logps=true"]),
+    "vllm_fast_shared_fused_engine_overlap_graphs_sampler_mps": ("vllm_fast_shared_fused_engine_overlap_graphs_sampler "
+                                                                 "under CUDA MPS",
+                                                                 ENGINE_OVERLAP + [GRAPHS, "fast.sampler_logps=true"]),
     "trl_generate_fast": ("transformers generate (no vLLM), micro-batch 64 of whole groups, shared prompts, "
                           "bf16 LoRA inputs", ONE_MICRO_BATCH + [BF16_LORA, *GROUPED_SHARED]),
     "vllm_fast_shared_full": ("vllm_fast_shared as full fine-tuning (lora.enabled=false): a different recipe; no "

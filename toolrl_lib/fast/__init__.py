@@ -60,17 +60,21 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
     ``torch.cuda.make_graphed_callables`` for the loss forward and backward and one captured
     forward for the round's no-grad pass; eager's kernels, so the same numbers; TRL's fused head
     eager on the replayed hidden states. For a step bound by the host's launches, not the GPU.
-    Run 8 (H100): replayed mid-round steps 0.18-0.21 s against 0.33-0.53 s eager, but recording
-    a new shape took 1.2-2.2 s, so 24 timed steps ran 94.4 against 99.3/s; and the GPU check
-    (``benchmarks/results/cuda_graphs_check.md``) has yet to separate the recording's numbers from
-    the padding's bf16 rounding. Off by default; not a recipe yet.
+    Replays give eager's log-probs exactly on the same shapes, gradients to fp32 rounding (run 9,
+    ``benchmarks/results/cuda_graphs_check.md``). Runs 8-9 (H100): replayed mid-round steps
+    0.18-0.21 s against 0.33-0.53 s eager, a round with no new shape 3.3-3.5 s against 5.2-6.4 s,
+    but recordings of new shapes (each waits for the overlapped generation) in the timed rounds
+    made 24 steps slower (75.2 against 88.1/s in run 9). So every width bucket of the training
+    prompts is now recorded at each mode's first recording (``planned_widths``; not yet run on a
+    GPU). Off by default; not a recipe yet.
 ``sampler_logps: true`` (vLLM rollouts; a change of algorithm)
     The round's old log-probs are the ones vLLM sampled with, not TRL's no-grad forward over the
     round (``sampler_logps.py``; ~0.9-1.0 s of a round of 512 on an H100, run 6): PPO's ratio is
     taken against the sampling policy, TRL's importance-sampling correction becomes exactly 1. A
-    round whose log-probs do not fit its completions runs the forward, counted. Run 8 (H100,
-    with the engine-process overlap): 88.4 against 99.3/s for its twin, slower: the next round's
-    generation then overlapped the training steps instead of that forward. Off by default.
+    round whose log-probs do not fit its completions runs the forward, counted. With the
+    engine-process overlap on an H100: 88.4 against 99.3/s for its twin in run 8 (one warm-up
+    round), 103.5 and 90.2 against 87.8-88.5/s in run 9 (three), 111.5 and 103.3/s with CUDA MPS;
+    calls of one path spread by up to 13%. Off by default.
 ``trim_padding: true``
     Every log-prob forward of the trainer cut to its rows' own length (``trim_padding.py``):
     rows in length order, each chunk without the round's common left and right padding, and
@@ -175,13 +179,15 @@ def install(
 
         graphs = None
         if f.cuda_graphs and device == "cuda":
-            from toolrl_lib.fast.cuda_graphs import GraphedBackbone
+            from toolrl_lib.fast.cuda_graphs import GraphedBackbone, dataset_widths
             from toolrl_lib.fast.overlap import wait_for_worker
 
-            graphs = GraphedBackbone(trainer.model, before_recording=lambda: wait_for_worker(trainer))
+            graphs = GraphedBackbone(trainer.model, before_recording=lambda: wait_for_worker(trainer),
+                                     widths=dataset_widths(trainer))
         method = install_shared_prompt(trainer, graphs)
         done.append(f"GRPOTrainer.{method}: each prompt's forward shared by its completions (fast.shared_prompt)"
-                    + (", its backbone passes replayed from CUDA graphs (fast.cuda_graphs)" if graphs else ""))
+                    + (f", its backbone passes replayed from CUDA graphs (fast.cuda_graphs; {len(graphs.widths)} "
+                       f"prompt widths recorded at each mode's first recording)" if graphs else ""))
         done.graphs = graphs
     if not multi_turn and f.group_batches:
         from toolrl_lib.fast.group_batches import install as install_group_batches

@@ -25,13 +25,18 @@ disabled nor merged (a call where they are runs eagerly: TRL's reference pass, t
 no other thread makes CUDA calls while a graph is recorded (the overlapped generation's worker,
 which synchronizes its stream, is waited for: ``before_recording``).
 
-Measured (run 8, one H100, ``benchmarks/results/grpo_throughput.md``): no recording failed;
-replayed mid-round steps took 0.18-0.21 s against 0.33-0.53 s eager, but each new shape cost 1.2-2.2 s
-to record and a round's 512-row no-grad chunk is usually a new width, so 24 timed steps ran 94.4
-against 99.3 completions/s. ``benchmarks/gpu/cuda_graphs_check.py`` found replays differing from
-unpadded eager by far more than rounding on random tokens, and on the CPU the buckets' padding alone
-moves such log-probs by up to 0.4 in bf16 (``benchmarks/results/cuda_graphs_check.md``): which of
-the two it was is the next GPU run's question. Off by default.
+Measured on an H100 (runs 8 and 9, ``benchmarks/results/grpo_throughput.md``): no recording
+failed; replayed mid-round steps took 0.18-0.21 s against 0.33-0.53 s eager, and a round that met
+no new shape 3.3-3.5 s against 5.2-6.4 s for every eager round. But a run kept meeting new widths
+(8 training and 11 no-grad graphs over 7 rounds), each recording cost 2-6 s (it first waits for the
+overlapped generation), and 24 timed steps ran slower than eager (75.2 against 88.1/s, run 9).
+So the widths are planned: ``planned_widths`` of the training prompts (``dataset_widths``) are all
+recorded at each mode's first recording, with that call's rows and completions (``at_width``),
+and a run pays for its recordings in its first steps; that version has not yet run on a GPU.
+``benchmarks/gpu/cuda_graphs_check.py`` (run 9): on the same padded shapes a replay gives eager's
+log-probs exactly, in fp32 and bf16, and gradients to fp32 rounding; the large differences its
+first form found were the buckets' padding in bf16 on random tokens
+(``benchmarks/results/cuda_graphs_check.md``). Off by default.
 
 First tried: ``torch.compile``'s ``cudagraphs`` backend with dynamic widths. On an H100 its two
 traces took minutes, and a replay for a new width reused a graph recorded for another (``The size
@@ -42,13 +47,54 @@ the integer inputs only (``benchmarks/results/grpo_throughput.md``, run 7).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from toolrl_lib.fast.shared_prompt import causal_lm, tail_hidden
 
 WIDTH_BUCKET = 64
 TAIL_BUCKET = 32
+
+
+def planned_widths(prompt_lengths: Iterable[int]) -> list[int]:
+    """Every width bucket a micro-batch of these prompts (token counts) can need, from the shortest
+    prompt's to the longest's: a batch's width is its longest prompt less its last token.
+
+    >>> planned_widths([207, 368, 899])
+    [256, 320, 384, 448, 512, 576, 640, 704, 768, 832, 896, 960]
+    >>> planned_widths([])
+    []
+    """
+    widths = [n - 1 for n in prompt_lengths if n >= 2]
+    if not widths:
+        return []
+    return list(range(bucketed(min(widths), WIDTH_BUCKET), bucketed(max(widths), WIDTH_BUCKET) + 1, WIDTH_BUCKET))
+
+
+def dataset_widths(trainer: Any) -> list[int]:
+    """``planned_widths`` of the trainer's training prompts (the rendered prompt texts of the
+    library's GRPO rows, tokenized as TRL tokenizes them); none when it has no such column."""
+    dataset, tokenizer = getattr(trainer, "train_dataset", None), getattr(trainer, "processing_class", None)
+    if dataset is None or tokenizer is None or "prompt" not in (getattr(dataset, "column_names", None) or []):
+        return []
+    prompts = [p for p in dataset["prompt"] if isinstance(p, str)]
+    return planned_widths(len(ids) for ids in tokenizer(prompts, add_special_tokens=False)["input_ids"]) if prompts else []
+
+
+def at_width(tensors: tuple[Any, ...], width: int) -> tuple[Any, ...]:
+    """``tail_hidden``'s inputs with the prompts ``width`` wide: the same rows and completions, new
+    prompt tensors (pad ids, the first column masked so that the masked path is what gets recorded).
+    Only the shapes matter: it is what ``GraphedBackbone`` records the planned widths with."""
+    import torch
+
+    head, head_mask, head_positions, owner, tail, mask, positions = tensors
+    new_head = head.new_zeros((head.shape[0], width))
+    new_mask = head_mask.new_ones((head.shape[0], width))
+    new_mask[:, 0] = 0
+    new_positions = (new_mask.cumsum(-1) - 1).clamp(min=0).to(head_positions.dtype)
+    rows_mask = torch.cat([new_mask[owner], mask[:, head.shape[1]:]], dim=1)
+    return new_head, new_mask, new_positions, owner, tail, rows_mask, positions
 
 
 def bucketed(n: int, step: int) -> int:
@@ -64,7 +110,8 @@ class GraphedBackbone:
     """``tail_hidden`` of one model, recorded per input shape and replayed (``capture=False``: run
     eagerly, the CPU tests' mode; the recording needs CUDA)."""
 
-    def __init__(self, model: Any, capture: bool = True, before_recording: Callable[[], None] | None = None) -> None:
+    def __init__(self, model: Any, capture: bool = True, before_recording: Callable[[], None] | None = None,
+                 widths: Sequence[int] = ()) -> None:
         lm = causal_lm(model)
         self.lm, self.capture, self.before_recording = lm, capture, before_recording
         self.backbone = lm._modules[lm.base_model_prefix]
@@ -76,6 +123,12 @@ class GraphedBackbone:
         self.pool: Any = None
         self.eager_calls = 0
         self.errors: list[str] = []  # recordings that failed (those shapes run eagerly)
+        # prompt widths to record up front (``planned_widths``): at a mode's first recording, each of
+        # them with that call's rows and completions, so the run's later steps meet few new shapes
+        self.widths = sorted({bucketed(w, WIDTH_BUCKET) for w in widths})
+        self.planned_modes: set[bool] = set()
+        self.planned = 0  # graphs recorded for the planned widths
+        self.recording_s = 0.0
 
     def serves(self, model: Any) -> bool:
         """Whether ``model`` is the one these graphs run (a reference model is not)."""
@@ -116,17 +169,33 @@ class GraphedBackbone:
                               else (self.infer_graphs, self.record_inference))
             if key not in graphs:
                 self._quiet()
-                try:
-                    graphs[key] = record(tensors)
-                except Exception as error:  # noqa: BLE001 - this shape runs eagerly; the run goes on
-                    graphs[key] = None
-                    self.errors.append(f"{'training' if training else 'inference'} {key[1:]}: "
-                                       f"{type(error).__name__}: {error}"[:400])
+                self._record(graphs, key, record, tensors, training)
+                if training not in self.planned_modes:  # this mode's first recording: the planned widths too
+                    self.planned_modes.add(training)
+                    for width in self.widths:
+                        sibling = at_width(tensors, width)
+                        sibling_key = (dtype, *(tuple(t.shape) for t in sibling))
+                        if sibling_key not in graphs:
+                            self.planned += self._record(graphs, sibling_key, record, sibling, training)
             graphed = graphs[key]
         if graphed is None:
             self.eager_calls += 1
             return self._run(*tensors)
         return graphed(*tensors, *self.trainable) if training else graphed(*tensors)
+
+    def _record(self, graphs: dict[tuple[Any, ...], Any], key: tuple[Any, ...], record: Callable[..., Any],
+                tensors: tuple[Any, ...], training: bool) -> bool:
+        """Records one shape into ``graphs``; a failure is kept in ``errors`` and that shape runs
+        eagerly (``None``). Returns whether a graph was recorded."""
+        start = time.perf_counter()
+        try:
+            graphs[key] = record(tensors)
+        except Exception as error:  # noqa: BLE001 - this shape runs eagerly; the run goes on
+            graphs[key] = None
+            self.errors.append(f"{'training' if training else 'inference'} {key[1:]}: "
+                               f"{type(error).__name__}: {error}"[:400])
+        self.recording_s += time.perf_counter() - start
+        return graphs[key] is not None
 
     def record_training(self, tensors: tuple[Any, ...]) -> Any:
         """A forward and a backward graph for these shapes (``make_graphed_callables``); the
@@ -166,7 +235,8 @@ class GraphedBackbone:
         recordings that failed (their shapes run eagerly), the first few quoted."""
         return {"training_graphs": sum(g is not None for g in self.train_graphs.values()),
                 "inference_graphs": sum(g is not None for g in self.infer_graphs.values()),
+                "planned_graphs": self.planned, "recording_s": round(self.recording_s, 1),
                 "eager_calls": self.eager_calls, "failed_recordings": len(self.errors), "errors": self.errors[:3]}
 
 
-__all__ = ["GraphedBackbone", "TAIL_BUCKET", "WIDTH_BUCKET", "bucketed"]
+__all__ = ["GraphedBackbone", "TAIL_BUCKET", "WIDTH_BUCKET", "at_width", "bucketed", "dataset_widths", "planned_widths"]
