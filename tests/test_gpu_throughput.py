@@ -20,6 +20,7 @@ def test_summarize_times_whole_rounds_after_the_warm_up():
     assert row["generation_share"] == round((1.5 + 2.5) / 8.0, 3)  # the warm-up round's 9 s left out
     assert row["generation_s_per_round"] == 2.0 and row["peak_gib"] == 7.5
     assert row["seconds_per_step"] == 2.0
+    assert row["round_s"] == [4.0, 4.0]  # steps 3-4 (11 -> 15 s) and 5-6 (15 -> 19 s)
 
 
 def test_summarize_refuses_a_run_shorter_than_one_timed_round():

@@ -16,7 +16,8 @@ as a client of its own CUDA MPS server (``under_mps``). Per variant:
   generate and its weight sync, or transformers' ``generate``) / those wall seconds;
 - ``peak_gib``: the most GPU memory in use on the device (``cudaMemGetInfo``, vLLM's KV-cache
   reserve included) at any step end; ``torch_peak_gib`` the caching allocator's own peak;
-- ``startup_s``: from process start to the first step (model load, vLLM engine, compile).
+- ``startup_s``: from process start to the first step (model load, vLLM engine, compile);
+- ``round_s``: each timed round's wall seconds (the mean hides a round that recorded graphs).
 
 Rows go to ``<out>/grpo_throughput.json`` (and ``.csv``, ``.md``) as each variant ends; a variant
 that fails or is cut by the budget is a row with its error. Each vLLM row carries
@@ -198,7 +199,10 @@ def summarize(step_ends: list[float], memory: list[float], generation: list[dict
     seconds = step_ends[end - 1] - step_ends[start - 1] if start else step_ends[end - 1]
     timed = generation[warmup_rounds:warmup_rounds + rounds]
     gen_s = sum(r["seconds"] for r in timed)
+    marks = [step_ends[start - 1] if start else 0.0] + [step_ends[start + (k + 1) * spr - 1] for k in range(rounds)]
     return {"steps": end - start, "completions": rounds * round_size,
+            # each timed round's wall seconds: a round that recorded graphs or waited shows here
+            "round_s": [round(b - a, 3) for a, b in zip(marks, marks[1:])],
             "completions_per_s": round(rounds * round_size / seconds, 2),
             "seconds_per_step": round(seconds / (end - start), 3),
             "generation_share": round(gen_s / seconds, 3),
