@@ -37,6 +37,7 @@ import json
 import os
 import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +203,7 @@ def summarize(step_ends: list[float], memory: list[float], generation: list[dict
     marks = [step_ends[start - 1] if start else 0.0] + [step_ends[start + (k + 1) * spr - 1] for k in range(rounds)]
     return {"steps": end - start, "completions": rounds * round_size,
             # each timed round's wall seconds: a round that recorded graphs or waited shows here
-            "round_s": [round(b - a, 3) for a, b in zip(marks, marks[1:])],
+            "round_s": [round(b - a, 3) for a, b in pairwise(marks)],
             "completions_per_s": round(rounds * round_size / seconds, 2),
             "seconds_per_step": round(seconds / (end - start), 3),
             "generation_share": round(gen_s / seconds, 3),
