@@ -185,20 +185,14 @@ def test_an_mps_variant_runs_its_command_as_a_client_of_its_own_server_then_stop
     assert (tmp_path / "m" / "log").is_dir()
 
 
-def test_an_mps_variant_on_a_host_without_mps_is_a_row_saying_so(tmp_path):
-    import os
+def test_an_mps_variant_on_a_host_without_mps_is_a_row_saying_so(tmp_path, monkeypatch):
+    import shutil
 
-    env_path = os.environ["PATH"]
-    os.environ["PATH"] = "/usr/bin:/bin"  # no nvidia-cuda-mps-control there on a CI box
-    try:
-        import shutil
-
-        if shutil.which("nvidia-cuda-mps-control"):
-            pytest.skip("this host has MPS")
-        tp.main(["run", "--out", str(tmp_path), "--variants", "vllm_fast_shared_fused_engine_overlap_mps",
-                 "--budget-s", "60", "--min-start-s", "1"])
-    finally:
-        os.environ["PATH"] = env_path
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no nvidia-cuda-mps-control there on a CI box
+    if shutil.which("nvidia-cuda-mps-control"):
+        pytest.skip("this host has MPS")
+    tp.main(["run", "--out", str(tmp_path), "--variants", "vllm_fast_shared_fused_engine_overlap_mps",
+             "--budget-s", "60", "--min-start-s", "1"])
     row = json.loads((tmp_path / "grpo_throughput.json").read_text())["rows"][0]
     assert row["path"] == "vllm_fast_shared_fused_engine_overlap_mps"
     assert "exit 97" in row["error"] and "nvidia-cuda-mps-control is not on this host's PATH" in row["error"]
