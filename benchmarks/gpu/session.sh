@@ -229,10 +229,11 @@ case "${1:?step}" in
        --model /tmp/toolrl-cache/models/smollm2-135m-instruct ${CG_ARGS:-} 2>&1 | grep -v "it/s]" | tail -20 ;;
   tpq) # issue 37: a short side by side at a session's end (after 1, vllm1, vllm2; carries .whl/gguf2 for the model):
      # rows and logs straight under $OUT/tp as each variant ends, so a call cut by the device's limit still returns
-     # what finished; weights dropped. TPQ_S: the call's seconds, TP_ARGS: variants, --rounds
+     # what finished; weights dropped. TPQ_S: the call's seconds, TP_ARGS: variants, --rounds. The runner's own
+     # deadline comes 8 s before the timeout's, so a variant cut by it still leaves a row saying so (run 9's did not)
      bash "$0" model || exit 1
      timeout "$(left "${TPQ_S:-180}")" python3 -m benchmarks.gpu.grpo_throughput run --out "$OUT/tp" \
-       --budget-s "$(left "${TPQ_S:-180}")" --min-start-s 30 ${TP_ARGS:-} \
+       --budget-s "$(( $(left "${TPQ_S:-180}") - 8 ))" --min-start-s 30 ${TP_ARGS:-} \
        --command "python -m benchmarks.gpu.grpo_throughput run --out \$OUT ${TP_ARGS:-}"
      find "$OUT/tp" \( -name "*.safetensors" -o -name "*.pt" -o -name "*.bin" \) -delete
      # a device call returns at most 8 files: the rows, logs and each run's metrics.csv as one archive
