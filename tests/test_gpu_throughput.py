@@ -185,6 +185,23 @@ def test_an_mps_variant_runs_its_command_as_a_client_of_its_own_server_then_stop
     assert (tmp_path / "m" / "log").is_dir()
 
 
+def test_an_mps_job_ended_by_a_timeouts_term_still_stops_its_server(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import time
+
+    env = _fake_mps_control(tmp_path / "bin", tmp_path)
+    job = subprocess.Popen(tp.under_mps(["sleep", "30"], tmp_path / "m"), env=env, start_new_session=True)
+    deadline = time.time() + 10
+    while not (tmp_path / "mps.log").is_file() and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    os.killpg(job.pid, signal.SIGTERM)  # as GNU timeout signals the command's process group
+    assert job.wait(timeout=10) == 143
+    assert (tmp_path / "mps.log").read_text().splitlines() == ["args:-d", "args:", "stdin:quit"]
+
+
 def test_an_mps_variant_on_a_host_without_mps_is_a_row_saying_so(tmp_path, monkeypatch):
     import shutil
 

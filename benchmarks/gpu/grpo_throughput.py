@@ -432,6 +432,7 @@ export CUDA_MPS_PIPE_DIRECTORY="$1/pipe" CUDA_MPS_LOG_DIRECTORY="$1/log"; shift
 mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
 command -v nvidia-cuda-mps-control > /dev/null || { echo "MPS: nvidia-cuda-mps-control is not on this host's PATH" >&2; exit 97; }
 nvidia-cuda-mps-control -d || { echo "MPS: the control daemon did not start" >&2; exit 97; }
+trap 'echo quit | nvidia-cuda-mps-control; exit 143' TERM INT  # a timeout's TERM: the daemon goes too
 "$@"; rc=$?
 echo quit | nvidia-cuda-mps-control
 exit $rc
@@ -444,8 +445,9 @@ def under_mps(command: list[str], folder: Path) -> list[str]:
 
     The control daemon is a process, not a setting of the card (compute mode, clocks and the rest
     are left alone); its pipe and log folders live under ``folder``, so no other process on the
-    host becomes its client, and it is asked to quit when the command ends. A job killed at the
-    deadline leaves its daemon to the host's end. Without ``nvidia-cuda-mps-control`` the job
+    host becomes its client, and it is asked to quit when the command ends, or when a TERM (the
+    session step's ``timeout``) ends it. A job killed outright (``lanes`` at its deadline) leaves
+    its daemon to the host's end. Without ``nvidia-cuda-mps-control`` the job
     exits 97 with a line saying so, and its row carries that line.
 
     >>> under_mps(["python", "-m", "x"], Path("/tmp/m"))[:2]
