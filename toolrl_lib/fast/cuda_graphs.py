@@ -30,8 +30,8 @@ failed; replayed mid-round steps took 0.18-0.21 s against 0.33-0.53 s eager, and
 no new shape 3.3-3.5 s against 5.2-6.4 s for every eager round. But a run kept meeting new widths
 (8 training and 11 no-grad graphs over 7 rounds), each recording cost 2-6 s (it first waits for the
 overlapped generation), and 24 timed steps ran slower than eager (75.2 against 88.1/s, run 9).
-So the widths are planned: ``planned_widths`` of the training prompts (``dataset_widths``) are all
-recorded at each mode's first recording, with that call's rows and completions (``at_width``),
+So the widths are planned: ``planned_widths`` of the training prompts (``dataset_widths``; at most
+``MAX_PLANNED``, each training graph keeping its activations) are recorded at each mode's first recording, with that call's rows and completions (``at_width``),
 and a run pays for its recordings in its first steps; that version has not yet run on a GPU.
 ``benchmarks/gpu/cuda_graphs_check.py`` (run 9): on the same padded shapes a replay gives eager's
 log-probs exactly, in fp32 and bf16, and gradients to fp32 rounding; the large differences its
@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -55,21 +56,30 @@ from toolrl_lib.fast.shared_prompt import causal_lm, tail_hidden
 
 WIDTH_BUCKET = 64
 TAIL_BUCKET = 32
+MAX_PLANNED = 16  # widths recorded up front at most (planned_widths)
 
 
-def planned_widths(prompt_lengths: Iterable[int]) -> list[int]:
+def planned_widths(prompt_lengths: Iterable[int], limit: int = MAX_PLANNED) -> list[int]:
     """Every width bucket a micro-batch of these prompts (token counts) can need, from the shortest
-    prompt's to the longest's: a batch's width is its longest prompt less its last token.
+    prompt's to the longest's: a batch's width is its longest prompt less its last token. More than
+    ``limit`` buckets: the ``limit`` that hold the most prompts (each training graph keeps its
+    activations, so a wide range of lengths would fill the GPU); the rest are recorded when met.
 
     >>> planned_widths([207, 368, 899])
     [256, 320, 384, 448, 512, 576, 640, 704, 768, 832, 896, 960]
+    >>> planned_widths([100, 120, 700, 700, 4000], limit=3)
+    [128, 704, 4032]
     >>> planned_widths([])
     []
     """
     widths = [n - 1 for n in prompt_lengths if n >= 2]
     if not widths:
         return []
-    return list(range(bucketed(min(widths), WIDTH_BUCKET), bucketed(max(widths), WIDTH_BUCKET) + 1, WIDTH_BUCKET))
+    every = list(range(bucketed(min(widths), WIDTH_BUCKET), bucketed(max(widths), WIDTH_BUCKET) + 1, WIDTH_BUCKET))
+    if len(every) <= limit:
+        return every
+    held = Counter(bucketed(w, WIDTH_BUCKET) for w in widths)
+    return sorted(sorted(every, key=lambda w: (-held[w], -w))[:limit])
 
 
 def dataset_widths(trainer: Any) -> list[int]:
