@@ -31,8 +31,9 @@ no new shape 3.3-3.5 s against 5.2-6.4 s for every eager round. But a run kept m
 (8 training and 11 no-grad graphs over 7 rounds), each recording cost 2-6 s (it first waits for the
 overlapped generation), and 24 timed steps ran slower than eager (75.2 against 88.1/s, run 9).
 So the widths are planned: ``planned_widths`` of the training prompts (``dataset_widths``; at most
-``MAX_PLANNED``, each training graph keeping its activations) are recorded at each mode's first recording, with that call's rows and completions (``at_width``),
-and a run pays for its recordings in its first steps; that version has not yet run on a GPU.
+``MAX_PLANNED``, each training graph keeping its activations) are recorded at each mode's first
+recording, with that call's rows and completions (``at_width``), and a run pays for its
+recordings in its first steps; that version has not yet run on a GPU.
 ``benchmarks/gpu/cuda_graphs_check.py`` (run 9): on the same padded shapes a replay gives eager's
 log-probs exactly, in fp32 and bf16, and gradients to fp32 rounding; the large differences its
 first form found were the buckets' padding in bf16 on random tokens
