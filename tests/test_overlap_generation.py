@@ -201,7 +201,7 @@ GPU = ["device=cuda", "grpo.vllm.mode=colocate"]
 
 
 @pytest.mark.parametrize("overrides, expected", [
-    ([], "grpo.vllm.mode colocate"),
+    (["grpo.vllm.mode=off"], "grpo.vllm.mode colocate"),
     (["grpo.vllm.mode=server"], "colocate"),
     ([*GPU, "grpo.vllm.enable_sleep_mode=true"], "without sleep mode"),
     ([*GPU, "grpo.vllm.tensor_parallel_size=2"], "tensor_parallel_size 1"),

@@ -139,7 +139,7 @@ def test_a_round_with_a_missing_logprob_runs_the_forward_and_is_counted(tmp_path
 
 
 @pytest.mark.parametrize("overrides, expected", [
-    ([], "grpo.vllm on"),
+    (["grpo.vllm.mode=off"], "grpo.vllm on"),
     ([*GPU, "grpo.vllm.importance_sampling_correction=false"], "importance_sampling_correction true"),
     ([*GPU, "backend=unsloth"], "the peft backend"),
     ([*GPU, "grpo.loss_type=rlsd"], "rlsd"),

@@ -168,9 +168,15 @@ FIELDS = ["model", "path", "completions_per_s", "generation_share", "peak_gib", 
           "overlap_worker_s_per_round", "logp_difference_mean", "is_ratio_mean", "what", "error"]
 
 
+# the config's vLLM settings when these variants were defined (runs 0-9): TRL's transformers generate, which
+# is still today's path of the comparison; a variant's own overrides come after these and win
+BEFORE_VLLM_DEFAULT = ["grpo.vllm.mode=off", "grpo.vllm.detokenize=true"]
+
+
 def common_overrides(round_size: int, steps: int) -> list[str]:
     """What every variant shares: rounds of ``round_size``, ``steps`` optimizer steps, nothing but GRPO."""
-    return [f"grpo.generation_batch_size={round_size}", f"grpo.max_steps={steps}", "priming.enabled=false",
+    return [*BEFORE_VLLM_DEFAULT, f"grpo.generation_batch_size={round_size}", f"grpo.max_steps={steps}",
+            "priming.enabled=false",
             "validation.enabled=false", "filtering.enabled=false", "checkpoint.save_steps=100000",
             "fast.generation_times=true", "logging.progress_bar=false", "logging.logging_steps=1"]
 

@@ -82,7 +82,9 @@ DEVICE = "cuda"
 def load_config(overrides: list[str]):
     from toolrl_lib.train.config import load_run_config
 
-    return load_run_config(CONFIG, [*overrides, *EXTRA, f"device={DEVICE}"])
+    # its committed results (issues 7, 8, 18) were made with TRL's transformers generate, the config's
+    # default then; vLLM is the config's default now (issue 37)
+    return load_run_config(CONFIG, ["grpo.vllm.mode=off", *overrides, *EXTRA, f"device={DEVICE}"])
 
 
 def validation_examples(config):
