@@ -25,8 +25,9 @@ recorded from those stand-ins (``recorded`` false) with eager on the real data.
 The first GPU run (2026-12-07, H100, an earlier form that compared replays with unpadded eager
 only) found differences of up to 8.6 in a log-prob and 0.98 in the gradients' relative norm on
 random tokens, while the same option's GRPO run matched eager's entropies and TRL's sampler
-log-prob difference to ~1e-3 (``benchmarks/results/cuda_graphs_check.md``): the split above
-tells the padding from the recording.
+log-prob difference to ~1e-3 (``benchmarks/results/cuda_graphs_check.md``). The split above told
+the padding from the recording (run 9): replays equal eager on the same padded shapes, and those
+differences were the padding in bf16 on random tokens.
 
     python -m benchmarks.gpu.cuda_graphs_check --model /tmp/toolrl-cache/models/smollm2-135m-instruct \
         --out $OUT/cuda_graphs_check.json

@@ -135,17 +135,6 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "vllm_fast_shared_fused_engine_overlap_graphs_sampler": ("vllm_fast_shared_fused_engine_overlap_graphs with "
                                                              "fast.sampler_logps",
                                                              ENGINE_OVERLAP + [GRAPHS, "fast.sampler_logps=true"]),
-    "vllm_fast_shared_fused_engine_overlap_mps": ("vllm_fast_shared_fused_engine_overlap with the trainer and the "
-                                                  "engine process as clients of one CUDA MPS server (see under_mps)",
-                                                  ENGINE_OVERLAP),
-    "vllm_fast_shared_fused_engine_overlap_graphs_r64_mps": ("vllm_fast_shared_fused_engine_overlap_graphs_r64 under "
-                                                             "CUDA MPS", ENGINE_OVERLAP + [GRAPHS,
-                                                                                           "fast.round_logprob_rows=64"]),
-    "vllm_fast_shared_fused_engine_overlap_sampler_mps": ("vllm_fast_shared_fused_engine_overlap_sampler under CUDA MPS",
-                                                          ENGINE_OVERLAP + ["fast.sampler_logps=true"]),
-    "vllm_fast_shared_fused_engine_overlap_graphs_sampler_mps": ("vllm_fast_shared_fused_engine_overlap_graphs_sampler "
-                                                                 "under CUDA MPS",
-                                                                 ENGINE_OVERLAP + [GRAPHS, "fast.sampler_logps=true"]),
     "trl_generate_fast": ("transformers generate (no vLLM), micro-batch 64 of whole groups, shared prompts, "
                           "bf16 LoRA inputs", ONE_MICRO_BATCH + [BF16_LORA, *GROUPED_SHARED]),
     "vllm_fast_shared_full": ("vllm_fast_shared as full fine-tuning (lora.enabled=false): a different recipe; no "
@@ -158,9 +147,14 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
                           "(grpo.vllm.importance_sampling_correction=false)",
                           VLLM + ONE_MICRO_BATCH + [NODETOK, NOIS]),
 }
-# A variant named ``*_mps`` runs under CUDA MPS (``under_mps``): with the engine in a process of its own,
-# trainer and engine otherwise take turns on the GPU (time slices), and neither fills it alone.
+# A variant named ``*_mps`` is its twin without the suffix run under CUDA MPS (``under_mps``): with the
+# engine in a process of its own, trainer and engine otherwise take turns on the GPU (time slices), and
+# neither fills it alone.
 MPS_SUFFIX = "_mps"
+for _twin in ("vllm_fast_shared_fused_engine_overlap", "vllm_fast_shared_fused_engine_overlap_graphs_r64",
+              "vllm_fast_shared_fused_engine_overlap_sampler", "vllm_fast_shared_fused_engine_overlap_graphs_sampler"):
+    VARIANTS[_twin + MPS_SUFFIX] = (f"{_twin} with the trainer and the engine process as clients of one CUDA MPS "
+                                    f"server (under_mps)", VARIANTS[_twin][1])
 DEFAULT_VARIANTS = "trl_generate,vllm,vllm_mb64,vllm_mb64_nodetok,vllm_mb64_shared"
 FIELDS = ["model", "path", "completions_per_s", "generation_share", "peak_gib", "steps", "baseline_path",
           "ratio", "seconds_per_step", "generation_s_per_round", "torch_peak_gib", "startup_s",
@@ -203,10 +197,11 @@ def summarize(step_ends: list[float], memory: list[float], generation: list[dict
         raise RuntimeError(f"{len(step_ends)} steps ended; the timing needs at least {start + spr}")
     rounds = (len(step_ends) - start) // spr
     end = start + rounds * spr
-    seconds = step_ends[end - 1] - step_ends[start - 1] if start else step_ends[end - 1]
+    # the timed rounds' boundaries: the warm-up's last step end (0 without a warm-up), then each round's
+    marks = [step_ends[start - 1] if start else 0.0] + [step_ends[start + (k + 1) * spr - 1] for k in range(rounds)]
+    seconds = marks[-1] - marks[0]
     timed = generation[warmup_rounds:warmup_rounds + rounds]
     gen_s = sum(r["seconds"] for r in timed)
-    marks = [step_ends[start - 1] if start else 0.0] + [step_ends[start + (k + 1) * spr - 1] for k in range(rounds)]
     return {"steps": end - start, "completions": rounds * round_size,
             # each timed round's wall seconds: a round that recorded graphs or waited shows here
             "round_s": [round(b - a, 3) for a, b in pairwise(marks)],

@@ -171,7 +171,7 @@ class GraphedBackbone:
             self.eager_calls += 1
             return self._run(*tensors)
         dtype = torch.get_autocast_dtype("cuda") if torch.is_autocast_enabled("cuda") else None
-        key = (dtype, *(tuple(t.shape) for t in tensors))
+        key = self._key(dtype, tensors)
         with contextlib.ExitStack() as stack:
             if dtype is not None:  # the casts go into the graph; autocast's cache must stay out of it
                 stack.enter_context(torch.autocast("cuda", dtype=dtype, cache_enabled=False))
@@ -185,7 +185,7 @@ class GraphedBackbone:
                     self.planned_modes.add(training)
                     for width in self.widths:
                         sibling = at_width(tensors, width)
-                        sibling_key = (dtype, *(tuple(t.shape) for t in sibling))
+                        sibling_key = self._key(dtype, sibling)
                         if sibling_key not in graphs:
                             self.planned += self._record(graphs, sibling_key, record, sibling, training)
             graphed = graphs[key]
@@ -193,6 +193,11 @@ class GraphedBackbone:
             self.eager_calls += 1
             return self._run(*tensors)
         return graphed(*tensors, *self.trainable) if training else graphed(*tensors)
+
+    @staticmethod
+    def _key(dtype: Any, tensors: tuple[Any, ...]) -> tuple[Any, ...]:
+        """What a graph is recorded for: the autocast dtype and every input's shape."""
+        return (dtype, *(tuple(t.shape) for t in tensors))
 
     def _record(self, graphs: dict[tuple[Any, ...], Any], key: tuple[Any, ...], record: Callable[..., Any],
                 tensors: tuple[Any, ...], training: bool) -> bool:

@@ -17,12 +17,12 @@ That is a change of algorithm, not of speed alone, and is reported as one:
   correction is exactly 1 and the clip range absorbs the difference instead.
 - Tokens where the engine and the trainer disagree most are the ones the clip cuts first.
 
-Measured (``benchmarks/results/grpo_throughput.md``, run 8, one H100, with the engine-process
-overlap): every round served from the sampler, and the run was slower, 88.4 against 99.3
-completions/s for its twin in the same run. The forward it removes was GPU work that the next
-round's generation (in the engine's own process) overlapped; without it, the generation overlapped
-the training steps instead (mid-round steps 0.5-0.65 s against 0.33-0.53 s), and two processes take
-turns on one GPU. Off by default.
+Measured (``benchmarks/results/grpo_throughput.md``, one H100, with the engine-process overlap),
+every round served from the sampler: run 8 (one warm-up round) 88.4 against 99.3 completions/s for
+its twin, slower, the next round's generation overlapping the training steps instead of the removed
+forward (two processes take turns on one GPU); run 9 (three warm-up rounds) 103.5 and 90.2 against
+87.8-88.5/s, and 111.5 and 103.3/s with CUDA MPS. Calls of one path spread by up to 13%, as much as
+these differences. Off by default.
 
 Each round is checked: every row's sampled log-probs must match its completion's length and be
 finite; a round that fails (a missing log-prob, a multi-turn completion extended by tool output)
