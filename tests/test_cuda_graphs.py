@@ -123,6 +123,8 @@ def test_one_recording_per_shape_and_grad_mode_none_with_adapters_off(lora_model
     stats = graphs.stats()
     assert len(graphs.recorded) == 8 and (stats["training_graphs"], stats["inference_graphs"]) == (2, 2)
     assert stats["eager_calls"] == 1 and stats["failed_recordings"] == stats["planned_graphs"] == 0
+    late = stats["late_shapes"]  # width 75 met after each mode's first recording (nothing was planned)
+    assert stats["late_recordings"] == 2 and late[0].startswith("training (") and late[1].startswith("inference (")
     lora_model.zero_grad()
 
 
@@ -145,7 +147,7 @@ def test_planned_widths_are_recorded_at_each_modes_first_recording(lora_model):
     assert graphs.recorded[4:] == ["quiet", ("infer", 128), ("infer", 64), ("infer", 192)]
     stats = graphs.stats()
     assert (stats["training_graphs"], stats["inference_graphs"], stats["planned_graphs"]) == (3, 3, 4)
-    assert stats["eager_calls"] == 0 and stats["recording_s"] >= 0
+    assert stats["eager_calls"] == 0 and stats["recording_s"] >= 0 and stats["late_recordings"] == 0
     real = graphs.inputs[0]
     for planned in graphs.inputs[1:3]:
         assert [t.dtype for t in planned] == [t.dtype for t in real]

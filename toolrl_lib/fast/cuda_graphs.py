@@ -140,6 +140,7 @@ class GraphedBackbone:
         self.planned_modes: set[bool] = set()
         self.planned = 0  # graphs recorded for the planned widths
         self.recording_s = 0.0
+        self.late: list[str] = []  # shapes first met after their mode's first recording (what planning missed)
 
     def serves(self, model: Any) -> bool:
         """Whether ``model`` is the one these graphs run (a reference model is not)."""
@@ -180,6 +181,8 @@ class GraphedBackbone:
                               else (self.infer_graphs, self.record_inference))
             if key not in graphs:
                 self._quiet()
+                if training in self.planned_modes:
+                    self.late.append(f"{'training' if training else 'inference'} {key[1:]}")
                 self._record(graphs, key, record, tensors, training)
                 if training not in self.planned_modes:  # this mode's first recording: the planned widths too
                     self.planned_modes.add(training)
@@ -247,11 +250,13 @@ class GraphedBackbone:
         return replay
 
     def stats(self) -> dict[str, Any]:
-        """Graphs recorded (with and without gradients), calls run eagerly instead, and the
+        """Graphs recorded (with and without gradients), calls run eagerly instead, the shapes met
+        after their mode's first recording (planning missed them; the first few quoted) and the
         recordings that failed (their shapes run eagerly), the first few quoted."""
         return {"training_graphs": sum(g is not None for g in self.train_graphs.values()),
                 "inference_graphs": sum(g is not None for g in self.infer_graphs.values()),
                 "planned_graphs": self.planned, "recording_s": round(self.recording_s, 1),
+                "late_recordings": len(self.late), "late_shapes": self.late[:6],
                 "eager_calls": self.eager_calls, "failed_recordings": len(self.errors), "errors": self.errors[:3]}
 
 
