@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -115,6 +116,23 @@ def test_every_variant_is_a_valid_run_with_whole_rounds(variant):
     assert tp.steps_per_round(config) * config.grpo.per_device_train_batch_size \
         * config.grpo.gradient_accumulation_steps == 512
     assert config.grpo.vllm.on == ("vllm" in variant)
+
+
+def test_the_documented_fastest_recipe_is_the_measured_variant():
+    """docs/SCALING.md's `toolrl train` recipe loads to the config of the variant it quotes (run 10's
+    vllm_fast_shared_fused_engine_overlap_graphs_r64), the benchmark's own settings aside."""
+    import re
+    from dataclasses import asdict
+
+    from toolrl_lib.train.config import load_run_config
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "SCALING.md").read_text()
+    recipe = re.search(r"```bash\n(toolrl train --config configs/embedded_gpu\.yaml .*?)```", text, re.S).group(1)
+    documented = load_run_config(tp.CONFIG, re.findall(r"--set (\S+)", recipe))
+    measured = load_run_config(tp.CONFIG, [*tp.VARIANTS["vllm_fast_shared_fused_engine_overlap_graphs_r64"][1],
+                                           "grpo.generation_batch_size=512"])
+    assert documented.fast.cuda_graphs and documented.fast.round_logprob_rows == 64
+    assert asdict(documented) == asdict(measured)
 
 
 def test_a_round_that_is_not_whole_steps_is_refused():

@@ -33,7 +33,12 @@ overlapped generation), and 24 timed steps ran slower than eager (75.2 against 8
 So the widths are planned: ``planned_widths`` of the training prompts (``dataset_widths``; at most
 ``MAX_PLANNED``, each training graph keeping its activations) are recorded at each mode's first
 recording, with that call's rows and completions (``at_width``), and a run pays for its
-recordings in its first steps; that version has not yet run on a GPU.
+recordings in its first steps. Run 10 (H100): 12 widths, 24 graphs recorded in the warm-up round
+(21-25 s), no shape met after it; 163.9 and 135.2 completions/s in two calls against 88.9/s eager,
+6.85x TRL's generate in the same call; graphs recorded from stand-in inputs replay real data with
+eager's log-probs exactly (``cuda_graphs_check.py --planned``). They cost memory: peak 63 GiB
+against 49 GiB eager (both processes), and one planned width failed to record (out of memory)
+beside ``fast.sampler_logps`` on the H100, which left that shape eager.
 ``benchmarks/gpu/cuda_graphs_check.py`` (run 9): on the same padded shapes a replay gives eager's
 log-probs exactly, in fp32 and bf16, and gradients to fp32 rounding; the large differences its
 first form found were the buckets' padding in bf16 on random tokens
