@@ -23,6 +23,7 @@
 #   profile, tpq [.whl/gguf2] a short side by side returned row by row, tp8b (after 2 and 3) Qwen3-8B shapes,
 #   bfclv BFCL single-turn generation vLLM vs ours
 #   bfclkv  BFCL multi-turn generation, live episodes by count vs by the KV cache (BKV_CATS, BKV_LIMIT, BKV_GIB)
+#   shipped [.whl/gguf2]  configs/embedded_gpu.yaml as shipped (vLLM colocate), a few steps (SSHIP, SHIP_STEPS)
 # Earlier issues: 4, 5, train, 6 (issue 7's RL phases), 7 (GRPO throughput), 8 (multi-GPU), 9 (merged
 #   rollouts at 8B shapes), fit and colabfit (the full and colab profiles' fit), 18 and 18b (issue 18),
 #   mt (issue 19: BFCL multi-turn of base and primed)
@@ -215,6 +216,13 @@ case "${1:?step}" in
      python3 -m benchmarks.grpo_throughput --out /tmp/tp8b --resume --time-budget-s "$(left "${S8B:-560}")" \
        --variants "${TP8B_VARIANTS:-unsloth_merged_gen_batch64,peft_vllm_gen_batch64,peft_vllm_gen_batch128}" >> /tmp/tp8b.log 2>&1
      tail -14 /tmp/tp8b.log; cp /tmp/tp8b*.log /tmp/tp8b/; pack throughput_8b -C /tmp tp8b ;;
+  shipped) # issue 37: configs/embedded_gpu.yaml as it ships (vLLM colocate by default): priming, GRPO rounds and
+     # validation through the colocated engine, a checkpoint, under SSHIP s (after 1, vllm1, vllm2) -> $OUT/shipped.tar.gz
+     bash "$0" model || exit 1
+     timeout "$(left "${SSHIP:-300}")" python3 -m toolrl_lib.cli train --config configs/embedded_gpu.yaml --out /tmp/shipped \
+       --set grpo.max_steps="${SHIP_STEPS:-16}" --set validation.every_steps=8 --set checkpoint.save_steps=8 2>&1 \
+       | grep -v "it/s]" | tail -15
+     pack shipped --exclude="*.safetensors" --exclude="*.pt" --exclude="*.bin" -C /tmp shipped ;;
   vllm1) mkdir -p /tmp/vparts && cp .whl/vllm1/part.* /tmp/vparts/ && ls -la /tmp/vparts ;;
   vllm2) cat /tmp/vparts/part.* .whl/vllm2/part.* | xz -d | tar x -C /tmp && rm -rf /tmp/vparts
      python3 -c "import vllm, trl; print('vllm', vllm.__version__, 'trl', trl.__version__)" 2>&1 | tail -1 ;;
