@@ -38,7 +38,10 @@ recordings in its first steps. Run 10 (H100): 12 widths, 24 graphs recorded in t
 6.85x TRL's generate in the same call; graphs recorded from stand-in inputs replay real data with
 eager's log-probs exactly (``cuda_graphs_check.py --planned``). They cost memory: peak 63 GiB
 against 49 GiB eager (both processes), and one planned width failed to record (out of memory)
-beside ``fast.sampler_logps`` on the H100, which left that shape eager.
+beside ``fast.sampler_logps`` on the H100, which left that shape eager. The cost is not in
+proportion to the count (the trainer's peak over its eager twin: +20, +10.5 and +22 GiB for 10, 19
+and 24 graphs in runs 8-10; graphs of one pool reuse blocks the others freed), so ``MAX_PLANNED``
+is a bound on the count, not a measured budget.
 ``benchmarks/gpu/cuda_graphs_check.py`` (run 9): on the same padded shapes a replay gives eager's
 log-probs exactly, in fp32 and bf16, and gradients to fp32 rounding; the large differences its
 first form found were the buckets' padding in bf16 on random tokens
