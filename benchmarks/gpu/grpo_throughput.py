@@ -135,6 +135,14 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "vllm_fast_shared_fused_engine_overlap_graphs_sampler": ("vllm_fast_shared_fused_engine_overlap_graphs with "
                                                              "fast.sampler_logps",
                                                              ENGINE_OVERLAP + [GRAPHS, "fast.sampler_logps=true"]),
+    "vllm_fast_shared_fused_engine_overlap_graphs_sampler_kv6": ("vllm_fast_shared_fused_engine_overlap_graphs_sampler "
+                                                                 "with the engine's KV cache fixed at 6 GiB "
+                                                                 "(grpo.vllm.kv_cache_gib; a round needs ~2-3 GiB) "
+                                                                 "instead of its share of 0.3 of the card: memory "
+                                                                 "for the graphs on an 80 GB card (run 10: a planned "
+                                                                 "width out of memory)",
+                                                                 ENGINE_OVERLAP + [GRAPHS, "fast.sampler_logps=true",
+                                                                                   "grpo.vllm.kv_cache_gib=6"]),
     "trl_generate_fast": ("transformers generate (no vLLM), micro-batch 64 of whole groups, shared prompts, "
                           "bf16 LoRA inputs", ONE_MICRO_BATCH + [BF16_LORA, *GROUPED_SHARED]),
     "vllm_fast_shared_full": ("vllm_fast_shared as full fine-tuning (lora.enabled=false): a different recipe; no "
