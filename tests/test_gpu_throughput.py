@@ -130,7 +130,7 @@ def test_the_documented_fastest_recipe_is_the_measured_variant():
     recipe = re.search(r"```bash\n(toolrl train --config configs/embedded_gpu\.yaml .*?)```", text, re.S).group(1)
     documented = load_run_config(tp.CONFIG, re.findall(r"--set (\S+)", recipe))
     measured = load_run_config(tp.CONFIG, [*tp.VARIANTS["vllm_fast_shared_fused_engine_overlap_graphs_r64"][1],
-                                           "grpo.generation_batch_size=512"])
+                                           f"grpo.generation_batch_size={tp.ROUND}"])
     assert documented.fast.cuda_graphs and documented.fast.round_logprob_rows == 64
     assert asdict(documented) == asdict(measured)
 

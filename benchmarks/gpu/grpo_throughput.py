@@ -135,14 +135,6 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "vllm_fast_shared_fused_engine_overlap_graphs_sampler": ("vllm_fast_shared_fused_engine_overlap_graphs with "
                                                              "fast.sampler_logps",
                                                              ENGINE_OVERLAP + [GRAPHS, "fast.sampler_logps=true"]),
-    "vllm_fast_shared_fused_engine_overlap_graphs_sampler_kv6": ("vllm_fast_shared_fused_engine_overlap_graphs_sampler "
-                                                                 "with the engine's KV cache fixed at 6 GiB "
-                                                                 "(grpo.vllm.kv_cache_gib; a round needs ~2-3 GiB) "
-                                                                 "instead of its share of 0.3 of the card: memory "
-                                                                 "for the graphs on an 80 GB card (run 10: a planned "
-                                                                 "width out of memory)",
-                                                                 ENGINE_OVERLAP + [GRAPHS, "fast.sampler_logps=true",
-                                                                                   "grpo.vllm.kv_cache_gib=6"]),
     "trl_generate_fast": ("transformers generate (no vLLM), micro-batch 64 of whole groups, shared prompts, "
                           "bf16 LoRA inputs", ONE_MICRO_BATCH + [BF16_LORA, *GROUPED_SHARED]),
     "vllm_fast_shared_full": ("vllm_fast_shared as full fine-tuning (lora.enabled=false): a different recipe; no "
@@ -155,6 +147,11 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
                           "(grpo.vllm.importance_sampling_correction=false)",
                           VLLM + ONE_MICRO_BATCH + [NODETOK, NOIS]),
 }
+# Its twin with the engine's KV cache fixed at 6 GiB (a round needs ~2-3 GiB) instead of 0.3 of the card:
+# memory for the planned graphs on an 80 GB card (run 10: a planned width out of memory).
+_twin = "vllm_fast_shared_fused_engine_overlap_graphs_sampler"
+VARIANTS[_twin + "_kv6"] = (f"{_twin} with the engine's KV cache fixed at 6 GiB (grpo.vllm.kv_cache_gib)",
+                            [*VARIANTS[_twin][1], "grpo.vllm.kv_cache_gib=6"])
 # A variant named ``*_mps`` is its twin without the suffix run under CUDA MPS (``under_mps``): with the
 # engine in a process of its own, trainer and engine otherwise take turns on the GPU (time slices), and
 # neither fills it alone.

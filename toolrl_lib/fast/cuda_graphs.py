@@ -190,7 +190,7 @@ class GraphedBackbone:
             if key not in graphs:
                 self._quiet()
                 if training in self.planned_modes:
-                    self.late.append(f"{'training' if training else 'inference'} {key[1:]}")
+                    self.late.append(self._label(training, key))
                 self._record(graphs, key, record, tensors, training)
                 if training not in self.planned_modes:  # this mode's first recording: the planned widths too
                     self.planned_modes.add(training)
@@ -210,6 +210,11 @@ class GraphedBackbone:
         """What a graph is recorded for: the autocast dtype and every input's shape."""
         return (dtype, *(tuple(t.shape) for t in tensors))
 
+    @staticmethod
+    def _label(training: bool, key: tuple[Any, ...]) -> str:
+        """A graph's mode and input shapes, as stats quote them."""
+        return f"{'training' if training else 'inference'} {key[1:]}"
+
     def _record(self, graphs: dict[tuple[Any, ...], Any], key: tuple[Any, ...], record: Callable[..., Any],
                 tensors: tuple[Any, ...], training: bool) -> bool:
         """Records one shape into ``graphs``; a failure is kept in ``errors`` and that shape runs
@@ -219,8 +224,7 @@ class GraphedBackbone:
             graphs[key] = record(tensors)
         except Exception as error:  # noqa: BLE001 - this shape runs eagerly; the run goes on
             graphs[key] = None
-            self.errors.append(f"{'training' if training else 'inference'} {key[1:]}: "
-                               f"{type(error).__name__}: {error}"[:400])
+            self.errors.append(f"{self._label(training, key)}: {type(error).__name__}: {error}"[:400])
         self.recording_s += time.perf_counter() - start
         return graphs[key] is not None
 
