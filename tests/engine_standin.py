@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 from typing import Any
 
@@ -25,6 +26,8 @@ class StandInLLM:
     def collective_rpc(self, method: str, args: tuple = ()) -> list[Any]:
         if method == "fail":
             raise RuntimeError("the stand-in refuses")
+        if method == "environ":  # what the engine process set before building the engine
+            return [os.environ.get(args[0])]
         return [[self.seed, *args]]
 
     def reset_prefix_cache(self) -> str:

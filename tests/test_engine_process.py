@@ -124,9 +124,12 @@ def test_doctests():
 
 def test_engine_client_arguments_drop_trls_launcher(monkeypatch):
     made = []
-    monkeypatch.setattr(engine_process, "EngineClient", lambda kwargs: made.append(kwargs) or "client")
+    monkeypatch.setattr(engine_process, "EngineClient",
+                        lambda kwargs, engine_core_process: made.append((kwargs, engine_core_process)) or "client")
     assert engine_process.engine_client({"model": "m", "distributed_executor_backend": "external_launcher"}) == "client"
-    assert made == [{"model": "m", "worker_extension_cls": engine_process.RECEIVER}]
+    assert engine_process.engine_client({"model": "m"}, engine_core_process=True) == "client"
+    assert made == [({"model": "m", "worker_extension_cls": engine_process.RECEIVER}, False),
+                    ({"model": "m", "worker_extension_cls": engine_process.RECEIVER}, True)]
 
 
 def test_the_engine_process_answers_as_trls_llm(tmp_path):
@@ -148,9 +151,21 @@ def test_the_engine_process_answers_as_trls_llm(tmp_path):
         with pytest.raises(RuntimeError, match="stand-in refuses"):
             client.collective_rpc("fail")
         assert client.collective_rpc("echo", args=(2,)) == [[3, 2]]  # still up
+        assert client.collective_rpc("environ", args=("VLLM_ENABLE_V1_MULTIPROCESSING",)) == ["0"]
     finally:
         client.close()
     assert not client.process.is_alive()
+
+
+def test_engine_core_process_turns_vllms_multiprocessing_on_in_the_engine_process():
+    """fast.engine_core_process: the engine process sets VLLM_ENABLE_V1_MULTIPROCESSING=1 before it
+    builds the engine (vLLM reads it then), whatever the trainer's environment says."""
+    client = engine_process.EngineClient({}, factory="tests.engine_standin:StandInLLM", start_timeout_s=120,
+                                         engine_core_process=True)
+    try:
+        assert client.collective_rpc("environ", args=("VLLM_ENABLE_V1_MULTIPROCESSING",)) == ["1"]
+    finally:
+        client.close()
 
 
 def test_an_engine_that_fails_to_start_says_why():
@@ -163,6 +178,9 @@ def test_config_rules():
 
     gpu = ["device=cuda", "grpo.vllm.mode=colocate", "fast.generation_process=true"]
     load_run_config("configs/embedded_gpu.yaml", gpu)  # validated on load
+    load_run_config("configs/embedded_gpu.yaml", [*gpu, "fast.engine_core_process=true"])
+    with pytest.raises(ConfigError, match="fast.engine_core_process"):
+        load_run_config("configs/embedded_gpu.yaml", [*gpu[:2], "fast.engine_core_process=true"])
     for extra in (["grpo.vllm.mode=off"], ["grpo.vllm.enable_sleep_mode=true"],
                   ["grpo.vllm.tensor_parallel_size=2"]):
         with pytest.raises(ConfigError, match="fast.generation_process"):

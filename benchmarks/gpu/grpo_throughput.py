@@ -152,6 +152,15 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
 _twin = "vllm_fast_shared_fused_engine_overlap_graphs_sampler"
 VARIANTS[_twin + "_kv6"] = (f"{_twin} with the engine's KV cache fixed at 6 GiB (grpo.vllm.kv_cache_gib)",
                             [*VARIANTS[_twin][1], "grpo.vllm.kv_cache_gib=6"])
+# The fastest measured recipe (run 10) with vLLM's engine core in a process of its own beneath the engine
+# process: with the graphs, the next round's generation bounds a round (run 10)
+_twin = "vllm_fast_shared_fused_engine_overlap_graphs_r64"
+VARIANTS[_twin + "_core"] = (f"{_twin} with vLLM's engine core in a process of its own beneath the engine process "
+                             "(fast.engine_core_process): the step outputs handled beside the next model steps",
+                             [*VARIANTS[_twin][1], "fast.engine_core_process=true"])
+_twin = "vllm_fast_shared_fused_engine_overlap_graphs_sampler"
+VARIANTS[_twin + "_core"] = (f"{_twin} with fast.engine_core_process",
+                             [*VARIANTS[_twin][1], "fast.engine_core_process=true"])
 # A variant named ``*_mps`` is its twin without the suffix run under CUDA MPS (``under_mps``): with the
 # engine in a process of its own, trainer and engine otherwise take turns on the GPU (time slices), and
 # neither fills it alone.

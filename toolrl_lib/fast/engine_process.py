@@ -174,12 +174,15 @@ def unpack_outputs(packed: list[tuple]) -> list[Any]:
     return requests
 
 
-def serve(conn: Any, llm_kwargs: dict[str, Any], factory: str = "vllm:LLM") -> None:
+def serve(conn: Any, llm_kwargs: dict[str, Any], factory: str = "vllm:LLM", engine_core_process: bool = False) -> None:
     """The engine process: build the engine, then answer the trainer's requests until it closes."""
     import importlib
     import traceback
 
-    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # the engine core in this process: it is the child
+    # "0": vLLM's engine core (scheduler, model steps) in this process, which is the child already;
+    # "1" (fast.engine_core_process): in a process of its own beneath this one, so that this process's
+    # handling of each step's outputs runs beside the model's next steps
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1" if engine_core_process else "0"
     try:
         module, name = factory.split(":")
         llm = getattr(importlib.import_module(module), name)(**llm_kwargs)
@@ -215,14 +218,16 @@ class EngineClient:
     """Where TRL keeps its ``LLM`` (``VLLMGeneration.llm``): the same calls, answered by the engine
     process. ``factory`` names the engine class (``module:name``; tests pass a stand-in)."""
 
-    def __init__(self, llm_kwargs: dict[str, Any], factory: str = "vllm:LLM", start_timeout_s: float = 900) -> None:
+    def __init__(self, llm_kwargs: dict[str, Any], factory: str = "vllm:LLM", start_timeout_s: float = 900,
+                 engine_core_process: bool = False) -> None:
         import multiprocessing
 
         context = multiprocessing.get_context("spawn")  # CUDA is initialised here: never fork
         self.conn, child = context.Pipe()
         # not a daemon: vLLM's compilers may start processes of their own, which a daemon may not.
         # It ends when the trainer closes it, at exit, or when the pipe breaks (serve returns)
-        self.process = context.Process(target=serve, args=(child, llm_kwargs, factory), name="toolrl-vllm-engine")
+        self.process = context.Process(target=serve, args=(child, llm_kwargs, factory, engine_core_process),
+                                       name="toolrl-vllm-engine")
         self.process.start()
         child.close()
         atexit.register(self.close)  # before multiprocessing's own exit handler joins its children
@@ -262,12 +267,12 @@ class EngineClient:
                 self.process.kill()
 
 
-def engine_client(llm_kwargs: dict[str, Any]) -> EngineClient:
+def engine_client(llm_kwargs: dict[str, Any], engine_core_process: bool = False) -> EngineClient:
     """What TRL's ``LLM(...)`` becomes under ``fast.generation_process``: its arguments less the
     in-process ``external_launcher``, with the IPC receiver mixed into the worker."""
     kwargs = {k: v for k, v in llm_kwargs.items() if k != "distributed_executor_backend"}
     kwargs["worker_extension_cls"] = RECEIVER
-    return EngineClient(kwargs)
+    return EngineClient(kwargs, engine_core_process=engine_core_process)
 
 
 def install(trainer: Any) -> str:
