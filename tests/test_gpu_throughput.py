@@ -42,6 +42,10 @@ def test_ratios_are_against_the_baseline_of_the_same_run_only():
                           {"path": "vllm", "completions_per_s": 60.0, "run": "a"},
                           {"path": "vllm", "completions_per_s": 90.0, "run": "b"}])
     assert two[1]["ratio"] == 3.0 and "ratio" not in two[2]  # run b measured no baseline
+    repeat = tp.with_ratios([{"path": "trl_generate", "completions_per_s": 20.0},
+                             {"path": "trl_generate", "completions_per_s": 22.0},  # a later call's repeat
+                             {"path": "vllm", "completions_per_s": 66.0}])
+    assert "ratio" not in repeat[1] and repeat[2]["ratio"] == 3.3  # against the run's first baseline row
 
 
 def test_report_merges_labelled_runs(tmp_path):

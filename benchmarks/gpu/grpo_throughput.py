@@ -357,13 +357,14 @@ def worker(args: argparse.Namespace) -> int:
 def with_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each measured row other than the baseline gets ``baseline_path`` and ``ratio`` (its
     completions/s over the baseline's) when the baseline was measured in the same run (rows of
-    several runs carry ``run``; a ratio never crosses runs)."""
+    several runs carry ``run``; a ratio never crosses runs). The first baseline row of a run is the
+    one; a repeat of the baseline in a later call of that run gets no ratio to it."""
     for run, model in dict.fromkeys((r.get("run"), r.get("model")) for r in rows):
         same = [r for r in rows if r.get("run") == run and r.get("model") == model]
         baseline = BASELINES.get(model, BASELINE)
         base = next((r for r in same if r["path"] == baseline and r.get("completions_per_s")), None)
         for row in same:
-            if base is not None and row is not base and row.get("completions_per_s"):
+            if base is not None and row["path"] != baseline and row.get("completions_per_s"):
                 row["baseline_path"] = baseline
                 row["ratio"] = round(row["completions_per_s"] / base["completions_per_s"], 2)
     return rows
