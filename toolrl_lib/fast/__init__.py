@@ -118,6 +118,13 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
     against 107.0 completions/s without it in the same run (1.20x; 4.78x TRL's generate), the
     fastest row of the course's recipe; a round's first step 1.4-1.6 s instead of 2.6-3.1 s. Off by
     default.
+``engine_core_process: true`` (GPU, with ``generation_process``)
+    vLLM's engine core (scheduler, model steps) in a process of its own beneath the engine
+    process (vLLM's multiprocessing, on there only), so that the engine process handles each
+    step's outputs beside the next model steps. Measured no faster on an H100 (run 11,
+    ``grpo_throughput.md``): 133.4 against 132.7/s in one call, 151.6 against 157.0/s in
+    another; the overlapped generation is slow for sharing the GPU, not for its host-side work.
+    Off by default.
 ``generation_times: true``
     ``generation_times.rank<r>.jsonl`` per process, seconds per rollout round
     (``gen_timing.py``): where a multi-GPU step waits (``benchmarks/results/multi_gpu.md``).

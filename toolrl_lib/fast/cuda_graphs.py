@@ -38,7 +38,9 @@ recordings in its first steps. Run 10 (H100): 12 widths, 24 graphs recorded in t
 6.85x TRL's generate in the same call; graphs recorded from stand-in inputs replay real data with
 eager's log-probs exactly (``cuda_graphs_check.py --planned``). They cost memory: peak 63 GiB
 against 49 GiB eager (both processes), and one planned width failed to record (out of memory)
-beside ``fast.sampler_logps`` on the H100, which left that shape eager. The cost is not in
+beside ``fast.sampler_logps`` on the H100, which left that shape eager; with the engine's KV cache
+fixed at 6 GiB (``grpo.vllm.kv_cache_gib``) instead of 0.3 of the card every width recorded (run 11,
+device peak 50.1 GiB). The cost is not in
 proportion to the count (the trainer's peak over its eager twin: +20, +10.5 and +22 GiB for 10, 19
 and 24 graphs in runs 8-10; graphs of one pool reuse blocks the others freed), so ``MAX_PLANNED``
 is a bound on the count, not a measured budget.
