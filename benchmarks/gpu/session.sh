@@ -217,7 +217,8 @@ case "${1:?step}" in
        --variants "${TP8B_VARIANTS:-unsloth_merged_gen_batch64,peft_vllm_gen_batch64,peft_vllm_gen_batch128}" >> /tmp/tp8b.log 2>&1
      tail -14 /tmp/tp8b.log; cp /tmp/tp8b*.log /tmp/tp8b/; pack throughput_8b -C /tmp tp8b ;;
   shipped) # issue 37: configs/embedded_gpu.yaml as it ships (vLLM colocate by default): priming, GRPO rounds and
-     # validation through the colocated engine, a checkpoint, under SSHIP s (after 1, vllm1, vllm2) -> $OUT/shipped.tar.gz
+     # validation through the colocated engine, a checkpoint, under SSHIP s (after 1, vllm1, vllm2) -> $OUT/shipped.tar.gz;
+     # then here: python -m benchmarks.gpu.shipped report --archive shipped.tar.gz --device ... --command ...
      bash "$0" model || exit 1
      timeout "$(left "${SSHIP:-300}")" python3 -m toolrl_lib.cli train --config configs/embedded_gpu.yaml --out /tmp/shipped \
        --set grpo.max_steps="${SHIP_STEPS:-16}" --set validation.every_steps=8 --set checkpoint.save_steps=8 2>&1 \
