@@ -17,7 +17,8 @@ VALIDATION_HEAD = "step,stage,binary_mean@16,binary_summary@16,weighted_summary@
 def run_dir(tmp_path, validation_vllm=True):
     run = tmp_path / "shipped"
     run.mkdir()
-    config = yaml.safe_load((Path(__file__).parents[1] / "configs" / "embedded_gpu.yaml").read_text())  # rounds of 256, steps of 16 x 4
+    shipped_config = Path(__file__).parents[1] / "configs" / "embedded_gpu.yaml"  # rounds of 256, steps of 16 x 4
+    config = yaml.safe_load(shipped_config.read_text())
     config["validation"]["vllm"] = validation_vllm
     (run / "config.yaml").write_text(yaml.safe_dump(config))
     steps = [4.0, 1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0]

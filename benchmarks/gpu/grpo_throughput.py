@@ -152,8 +152,8 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
 _twin = "vllm_fast_shared_fused_engine_overlap_graphs_sampler"
 VARIANTS[_twin + "_kv6"] = (f"{_twin} with the engine's KV cache fixed at 6 GiB (grpo.vllm.kv_cache_gib)",
                             [*VARIANTS[_twin][1], "grpo.vllm.kv_cache_gib=6"])
-# The fastest measured recipe (run 10) with vLLM's engine core in a process of its own beneath the engine
-# process: with the graphs, the next round's generation bounds a round (run 10)
+# The graphs' recipes with vLLM's engine core in a process of its own beneath the engine process, since with the
+# graphs the next round's generation bounds a round (run 10); run 11 measured them no faster than their twins
 _twin = "vllm_fast_shared_fused_engine_overlap_graphs_r64"
 VARIANTS[_twin + "_core"] = (f"{_twin} with vLLM's engine core in a process of its own beneath the engine process "
                              "(fast.engine_core_process): the step outputs handled beside the next model steps",
