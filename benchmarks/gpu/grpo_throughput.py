@@ -17,7 +17,10 @@ as a client of its own CUDA MPS server (``under_mps``). Per variant:
 - ``peak_gib``: the most GPU memory in use on the device (``cudaMemGetInfo``, vLLM's KV-cache
   reserve included) at any step end; ``torch_peak_gib`` the caching allocator's own peak;
 - ``startup_s``: from process start to the first step (model load, vLLM engine, compile);
-- ``round_s``: each timed round's wall seconds (the mean hides a round that recorded graphs).
+- ``round_s``: each timed round's wall seconds (the mean hides a round that recorded graphs);
+- ``gpu_util`` (CUDA): over the same timed window, the driver's busy percent of the device and,
+  per process on it (the trainer, vLLM's engine process), its SM percent and memory
+  (``gpu_util.py``): whether the two halves together fill the GPU.
 
 Rows go to ``<out>/grpo_throughput.json`` (and ``.csv``, ``.md``) as each variant ends; a variant
 that fails or is cut by the budget is a row with its error. Each vLLM row carries
@@ -274,6 +277,27 @@ def profile_key(windows_text: str, warmup_steps: int, last_timed_step: int) -> s
     return "profiled_steps" if timed else "warmup_profiled_steps"
 
 
+def gpu_util_figures(sampler: Any, step_ends: list[float], first_begin: float, warmup_steps: int,
+                     timed_steps: int, epoch: float) -> dict[str, Any]:
+    """NVML's busy figures over the timed steps (from the warm-up's last step end, or the first
+    step's start, to the last timed step's end; the clock's perf_counter readings, ``epoch`` their
+    offset to wall-clock seconds), or why there are none.
+
+    >>> from types import SimpleNamespace
+    >>> s = SimpleNamespace(error=None, busy=[(100.5, 20), (102.5, 90), (104.5, 10)], processes={}, memory_gib={})
+    >>> gpu_util_figures(s, [1.0, 2.0, 3.0, 4.0], 0.5, 2, 4, 100.0)["busy_percent"]  # steps 3-4: 102-104
+    90.0
+    """
+    from benchmarks.gpu.gpu_util import summarize_util
+
+    if sampler.error and not sampler.busy:
+        return {"error": sampler.error}
+    start = step_ends[warmup_steps - 1] if warmup_steps else first_begin
+    end = step_ends[min(timed_steps, len(step_ends)) - 1]
+    out = summarize_util(sampler.busy, sampler.processes, sampler.memory_gib, start + epoch, end + epoch)
+    return {**out, "error": sampler.error} if sampler.error else out
+
+
 def worker(args: argparse.Namespace) -> int:
     """One variant in this process: train, clock the steps, write ``<out>/rows/<variant>.json``."""
     began = time.perf_counter()
@@ -316,6 +340,14 @@ def worker(args: argparse.Namespace) -> int:
 
     clock = Clock()
     callbacks: list[Any] = [clock]
+    # the driver's busy counters for both processes on the GPU (trainer, engine), kept for the timed window
+    sampler = None
+    if cuda:
+        from benchmarks.gpu.gpu_util import NvmlSampler, nvml_index
+
+        sampler = NvmlSampler(nvml_index())
+        sampler.start()  # False where NVML refuses: the row then says why, the run goes on
+    epoch = time.time() - time.perf_counter()  # the clock's perf_counter readings as epoch seconds
     if args.profile_steps:  # a profiling run: its rows are marked, its timings carry the profiler's cost
         from benchmarks.gpu.step_profile import make_callback
         callbacks.append(make_callback(args.profile_steps, Path(args.out), args.variant))
@@ -328,9 +360,19 @@ def worker(args: argparse.Namespace) -> int:
         windows_text = ";".join(filter(None, (args.profile_steps, args.sample_steps)))
         row[profile_key(windows_text, args.warmup_rounds * spr, timed_steps)] = windows_text
     try:
-        train(config, run, callbacks=callbacks)
+        try:
+            train(config, run, callbacks=callbacks)
+        finally:
+            if sampler is not None:
+                sampler.stop()
         row.update(summarize(clock.ends[:timed_steps], clock.memory[:timed_steps], read_generation_times(run),
                              spr, args.warmup_rounds, args.round))
+        if sampler is not None:
+            try:  # a diagnostic: it never costs the row its figures
+                row["gpu_util"] = gpu_util_figures(sampler, clock.ends, clock.first or 0.0,
+                                                   args.warmup_rounds * spr, timed_steps, epoch)
+            except Exception as error:  # noqa: BLE001
+                row["gpu_util"] = {"error": f"{type(error).__name__}: {error}"}
         logged = [m for m in read_csv_rows(run / "metrics.csv") if (m.get("step") or 0) <= timed_steps]
         metrics = [m for m in logged if m["step"] > args.warmup_rounds * spr]
         row.update(overlap_figures(metrics) if overlapped else {})
