@@ -169,7 +169,8 @@ VARIANTS[_twin + "_core"] = (f"{_twin} with fast.engine_core_process",
 # neither fills it alone.
 MPS_SUFFIX = "_mps"
 for _twin in ("vllm_fast_shared_fused_engine_overlap", "vllm_fast_shared_fused_engine_overlap_graphs_r64",
-              "vllm_fast_shared_fused_engine_overlap_sampler", "vllm_fast_shared_fused_engine_overlap_graphs_sampler"):
+              "vllm_fast_shared_fused_engine_overlap_sampler", "vllm_fast_shared_fused_engine_overlap_graphs_sampler",
+              "vllm_fast_shared_fused_engine_overlap_graphs_sampler_kv6"):
     VARIANTS[_twin + MPS_SUFFIX] = (f"{_twin} with the trainer and the engine process as clients of one CUDA MPS "
                                     f"server (under_mps)", VARIANTS[_twin][1])
 DEFAULT_VARIANTS = "trl_generate,vllm,vllm_mb64,vllm_mb64_nodetok,vllm_mb64_shared"
