@@ -150,20 +150,26 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
                           "(grpo.vllm.importance_sampling_correction=false)",
                           VLLM + ONE_MICRO_BATCH + [NODETOK, NOIS]),
 }
-# Its twin with the engine's KV cache fixed at 6 GiB (a round needs ~2-3 GiB) instead of 0.3 of the card:
-# memory for the planned graphs on an 80 GB card (run 10: a planned width out of memory).
+
+
+def _derive(twin: str, suffix: str, what: str, *extra: str) -> None:
+    """A variant named ``twin + suffix``: its twin's overrides and ``extra`` after them."""
+    VARIANTS[twin + suffix] = (what, [*VARIANTS[twin][1], *extra])
+
+
+# The engine's KV cache fixed at 6 GiB (a round needs ~2-3 GiB) instead of 0.3 of the card: memory for the
+# planned graphs on an 80 GB card (run 10: a planned width out of memory; run 11: every width recorded).
 _twin = "vllm_fast_shared_fused_engine_overlap_graphs_sampler"
-VARIANTS[_twin + "_kv6"] = (f"{_twin} with the engine's KV cache fixed at 6 GiB (grpo.vllm.kv_cache_gib)",
-                            [*VARIANTS[_twin][1], "grpo.vllm.kv_cache_gib=6"])
+_derive(_twin, "_kv6", f"{_twin} with the engine's KV cache fixed at 6 GiB (grpo.vllm.kv_cache_gib)",
+        "grpo.vllm.kv_cache_gib=6")
 # The graphs' recipes with vLLM's engine core in a process of its own beneath the engine process, since with the
 # graphs the next round's generation bounds a round (run 10); run 11 measured them no faster than their twins
 _twin = "vllm_fast_shared_fused_engine_overlap_graphs_r64"
-VARIANTS[_twin + "_core"] = (f"{_twin} with vLLM's engine core in a process of its own beneath the engine process "
-                             "(fast.engine_core_process): the step outputs handled beside the next model steps",
-                             [*VARIANTS[_twin][1], "fast.engine_core_process=true"])
+_derive(_twin, "_core", f"{_twin} with vLLM's engine core in a process of its own beneath the engine process "
+        "(fast.engine_core_process): the step outputs handled beside the next model steps",
+        "fast.engine_core_process=true")
 _twin = "vllm_fast_shared_fused_engine_overlap_graphs_sampler"
-VARIANTS[_twin + "_core"] = (f"{_twin} with fast.engine_core_process",
-                             [*VARIANTS[_twin][1], "fast.engine_core_process=true"])
+_derive(_twin, "_core", f"{_twin} with fast.engine_core_process", "fast.engine_core_process=true")
 # A variant named ``*_mps`` is its twin without the suffix run under CUDA MPS (``under_mps``): with the
 # engine in a process of its own, trainer and engine otherwise take turns on the GPU (time slices), and
 # neither fills it alone.
@@ -171,8 +177,8 @@ MPS_SUFFIX = "_mps"
 for _twin in ("vllm_fast_shared_fused_engine_overlap", "vllm_fast_shared_fused_engine_overlap_graphs_r64",
               "vllm_fast_shared_fused_engine_overlap_sampler", "vllm_fast_shared_fused_engine_overlap_graphs_sampler",
               "vllm_fast_shared_fused_engine_overlap_graphs_sampler_kv6"):
-    VARIANTS[_twin + MPS_SUFFIX] = (f"{_twin} with the trainer and the engine process as clients of one CUDA MPS "
-                                    f"server (under_mps)", VARIANTS[_twin][1])
+    _derive(_twin, MPS_SUFFIX, f"{_twin} with the trainer and the engine process as clients of one CUDA MPS "
+            f"server (under_mps)")
 DEFAULT_VARIANTS = "trl_generate,vllm,vllm_mb64,vllm_mb64_nodetok,vllm_mb64_shared"
 FIELDS = ["model", "path", "completions_per_s", "generation_share", "peak_gib", "steps", "baseline_path",
           "ratio", "seconds_per_step", "generation_s_per_round", "torch_peak_gib", "startup_s",

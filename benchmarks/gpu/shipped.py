@@ -17,7 +17,6 @@ with validation and a checkpoint, and returns the run directory, weights left ou
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import tarfile
 import tempfile
@@ -30,36 +29,34 @@ SUMMARIES = ("binary_summary@16", "weighted_summary@16", "call_rate", "valid_rat
 def read_run(run_dir: Path) -> dict[str, Any]:
     """Step times, rounds and validation rows of one run directory (metrics.csv, validation.csv,
     config.yaml); a missing file or column is an error naming it."""
-    import yaml
+    from benchmarks.gpu.grpo_throughput import steps_per_round
+    from toolrl_lib.train.callbacks import read_csv_rows
+    from toolrl_lib.train.config import load_run_config
 
     for name in ("metrics.csv", "validation.csv", "config.yaml"):
         if not (run_dir / name).is_file():
             raise FileNotFoundError(f"{run_dir / name} not found: not a run directory of `toolrl train`")
-    config = yaml.safe_load((run_dir / "config.yaml").read_text())
-    grpo = config["grpo"]
-    steps_per_round = grpo["generation_batch_size"] // (grpo["per_device_train_batch_size"]
-                                                        * grpo["gradient_accumulation_steps"])
-    with (run_dir / "metrics.csv").open() as f:
-        rows = [r for r in csv.DictReader(f) if r.get("step_time")]
-    if not rows:
+    config = load_run_config(run_dir / "config.yaml", check=False)  # as the run saved it
+    grpo, spr = config.grpo, steps_per_round(config)
+    step_s = [round(r["step_time"], 3) for r in read_csv_rows(run_dir / "metrics.csv") if r.get("step_time") is not None]
+    if not step_s:
         raise ValueError(f"{run_dir / 'metrics.csv'}: no row has a step_time")
-    step_s = [round(float(r["step_time"]), 3) for r in rows]
-    rounds = [round(sum(step_s[i:i + steps_per_round]), 2) for i in range(0, len(step_s), steps_per_round)]
-    with (run_dir / "validation.csv").open() as f:
-        validation = []
-        for r in csv.DictReader(f):
-            missing = [k for k in ("step", "stage", "seconds", *SUMMARIES) if k not in r]
-            if missing:
-                raise ValueError(f"{run_dir / 'validation.csv'}: no column {missing[0]!r}")
-            through_engine = r["stage"] == "grpo" and config["validation"].get("vllm") and \
-                grpo["vllm"]["mode"] == "colocate"
-            validation.append({"step": int(r["step"]), "stage": r["stage"], "seconds": round(float(r["seconds"]), 1),
-                               "generator": "colocated vLLM" if through_engine else "transformers",
-                               **{k: round(float(r[k]), 4) for k in SUMMARIES}})
-    completions = grpo["per_device_train_batch_size"] * grpo["gradient_accumulation_steps"]
-    return {"vllm_mode": grpo["vllm"]["mode"], "round_completions": grpo["generation_batch_size"],
+    rounds = [round(sum(step_s[i:i + spr]), 2) for i in range(0, len(step_s), spr)]
+    # which generator a validation row used, by the rule of toolrl_lib.train.validation.colocated_llm:
+    # inside the trainer (stage grpo) the colocated engine, unless it may be asleep; elsewhere transformers
+    engine = config.validation.vllm and grpo.vllm.mode == "colocate" and not grpo.vllm.enable_sleep_mode
+    validation = []
+    for r in read_csv_rows(run_dir / "validation.csv"):
+        missing = [k for k in ("step", "stage", "seconds", *SUMMARIES) if k not in r]
+        if missing:
+            raise ValueError(f"{run_dir / 'validation.csv'}: no column {missing[0]!r}")
+        validation.append({"step": int(r["step"]), "stage": r["stage"], "seconds": round(float(r["seconds"]), 1),
+                           "generator": "colocated vLLM" if engine and r["stage"] == "grpo" else "transformers",
+                           **{k: round(float(r[k]), 4) for k in SUMMARIES}})
+    completions = grpo.per_device_train_batch_size * grpo.gradient_accumulation_steps
+    return {"vllm_mode": grpo.vllm.mode, "round_completions": grpo.generation_batch_size,
             "steps": len(step_s), "completions_per_step": completions, "step_s": step_s, "round_s": rounds,
-            "completions_per_s_after_first_round": round(completions * steps_per_round * (len(rounds) - 1)
+            "completions_per_s_after_first_round": round(completions * spr * (len(rounds) - 1)
                                                          / sum(rounds[1:]), 1) if len(rounds) > 1 else None,
             "validation": validation}
 
