@@ -122,6 +122,24 @@ def test_every_variant_is_a_valid_run_with_whole_rounds(variant):
     assert config.grpo.vllm.on == ("vllm" in variant)
 
 
+def test_the_sampler_path_without_the_overlap_differs_from_its_twin_in_the_overlap_alone():
+    """The diagnostic row that splits a round into the engine's time and the trainer's: the same config as the
+    overlapped sampler path but for fast.overlap_generation."""
+    from dataclasses import asdict
+
+    from toolrl_lib.train.config import load_run_config
+
+    def config(variant: str) -> dict:
+        return asdict(load_run_config(tp.CONFIG, [*tp.common_overrides(tp.ROUND, 32), *tp.VARIANTS[variant][1]]))
+
+    apart = config("vllm_fast_shared_fused_engine_graphs_sampler")
+    overlapped = config("vllm_fast_shared_fused_engine_overlap_graphs_sampler")
+    assert not apart["fast"]["overlap_generation"] and overlapped["fast"]["overlap_generation"]
+    apart["fast"]["overlap_generation"] = True
+    assert apart == overlapped
+    assert apart["fast"]["generation_process"] and apart["fast"]["sampler_logps"] and apart["fast"]["cuda_graphs"]
+
+
 def test_the_documented_fastest_recipe_is_the_measured_variant():
     """docs/SCALING.md's `toolrl train` recipe loads to the config of the variant it quotes (run 10's
     vllm_fast_shared_fused_engine_overlap_graphs_r64), the benchmark's own settings aside."""
