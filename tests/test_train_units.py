@@ -147,6 +147,45 @@ def test_metrics_csv_callback_and_trim(tmp_path):
     assert [r["step"] for r in read_csv_rows(path)] == [1, 2]
 
 
+def test_metrics_csv_appends_a_step_and_rewrites_only_for_a_new_column_or_a_relogged_step(tmp_path):
+    """The file is the one a full rewrite of the rows would give, byte for byte, whichever way each step
+    was written; a step whose keys the header has is appended in place (same inode), a new column or a
+    step logged again rewrites the file (a new one replaces it)."""
+    from toolrl_lib.train.callbacks import MetricsCSVCallback, read_csv_rows, write_csv_rows
+
+    path = tmp_path / "metrics.csv"
+    cb = MetricsCSVCallback(path, start_rows=[{"step": 1, "epoch": 0.1, "loss": 0.5}])
+
+    def log(step: int, **logs: float) -> int:
+        cb.on_log(None, SimpleNamespace(global_step=step, epoch=step / 10), None, logs=logs)
+        return path.stat().st_ino
+
+    first = log(2, loss=0.4, reward=1.0)     # the callback's first write: the whole file
+    assert log(3, loss=0.3) == first           # known keys, a later step: appended
+    assert log(4, loss=0.2, reward=0.5) == first
+    assert log(5, loss=0.1, kl=0.01) != first  # a new column: rewritten
+    again = path.stat().st_ino
+    assert log(5, loss=0.05, kl=0.02) != again  # step 5 logged again: rewritten, one row for it
+    rows = read_csv_rows(path)
+    assert [r["step"] for r in rows] == [1, 2, 3, 4, 5] and rows[-1]["loss"] == pytest.approx(0.05)
+    assert rows[2]["reward"] is None and rows[3]["reward"] == pytest.approx(0.5)
+    expected = tmp_path / "expected.csv"
+    write_csv_rows(expected, cb.rows)
+    assert path.read_bytes() == expected.read_bytes()
+
+
+def test_a_row_cut_short_at_the_end_of_a_csv_is_dropped_not_read(tmp_path):
+    from toolrl_lib.train.callbacks import read_csv_rows, write_csv_rows
+
+    path = tmp_path / "metrics.csv"
+    write_csv_rows(path, [{"step": 1, "loss": 0.5}, {"step": 2, "loss": 0.25}])
+    whole = path.read_text()
+    path.write_text(whole + "3,0.1")  # a process killed while appending step 3's line
+    assert [r["step"] for r in read_csv_rows(path)] == [1, 2]
+    path.write_text(whole)
+    assert [r["loss"] for r in read_csv_rows(path)] == [0.5, 0.25]
+
+
 def test_nan_loss_stops_training():
     from toolrl_lib.train.callbacks import NaNStopCallback
 

@@ -138,6 +138,11 @@ decode step's linear layers as ``W @ x.T``, 1.4-1.8x a step on an AMD EPYC,
 Triton), ``memory.trim_c_heap`` (after each stage), ``profiling.stage`` (a no-op unless
 ``$TOOLRL_PROFILE_LOG`` is set), ``slots.py`` (the GPU slot engine of the BFCL multi-turn
 evaluation). ``trl_compat.py`` names every TRL internal the hooks touch, checked at start.
+
+Always on with TRL's vLLM engine and the peft backend, a fix rather than a speed-up:
+``weight_sync.py`` hands vLLM each adapted weight as a fresh ``W + sBA`` copy instead of TRL's
+merge into the model and unmerge, a bf16 round trip that walks the frozen base weights a little
+every sync (``benchmarks/results/weight_sync_drift.md``); ``train/trainer.py`` installs it.
 """
 
 from __future__ import annotations

@@ -40,8 +40,10 @@ PRIVATE_API: dict[str, tuple[str, ...]] = {
 }
 ROLLOUT_METHODS = ("_generate_single_turn", "_generate")
 # trl.generation.vllm_generation.VLLMGeneration (the trainer's ``vllm_generation``) -> parameters:
-# fast.generation_process replaces ``sync_weights`` and reads the weights through ``_iter_named_params``
-GENERATION_API: dict[str, tuple[str, ...]] = {"_iter_named_params": (), "sync_weights": ()}
+# fast.generation_process replaces ``sync_weights`` and reads the weights through ``_iter_named_params``;
+# weight_sync.py replaces ``_iter_named_params`` and names the weights through ``_fix_param_name_to_vllm``
+GENERATION_API: dict[str, tuple[str, ...]] = {"_iter_named_params": (), "sync_weights": (),
+                                              "_fix_param_name_to_vllm": ("name", "extra_prefixes")}
 
 
 def check_trl(trainer_class: Any = None, generation_class: Any = None) -> list[str]:

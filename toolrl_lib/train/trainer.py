@@ -176,6 +176,12 @@ def build_trainer(config: RunConfig, paths: RunDir, device: str, model: Any, tok
         with warnings.catch_warnings(), engine:  # rollout_func: public in TRL 1.15, flagged "experimental"
             warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
             trainer = GRPOTrainer(**kwargs)
+    if v.on and backend != "unsloth":  # TRL's engine: its weight sync without the bf16 merge/unmerge round trip
+        from toolrl_lib.fast.weight_sync import install as exact_weight_sync
+
+        changed = exact_weight_sync(trainer)
+        if changed:
+            print(changed, flush=True)
     if config.model.tf32 and device != "cpu":  # run 6: torch's compiler reported TF32 off as the engine compiled
         import torch
 
