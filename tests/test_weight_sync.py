@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 peft = pytest.importorskip("peft")
 
 
-def tiny_peft_model(seed: int = 0, dora: bool = False):
+def tiny_peft_model(seed: int = 0, dora: bool = False, lora_bias: bool = False):
     from peft import LoraConfig, get_peft_model
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -22,7 +22,7 @@ def tiny_peft_model(seed: int = 0, dora: bool = False):
                          num_attention_heads=4, num_key_value_heads=2)
     model = get_peft_model(LlamaForCausalLM(config).to(torch.bfloat16),
                            LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj", "down_proj"],
-                                      use_dora=dora))
+                                      use_dora=dora, lora_bias=lora_bias))
     with torch.no_grad():  # a trained adapter: B away from its zero start
         for name, param in model.named_parameters():
             if "lora_B" in name:
@@ -87,6 +87,8 @@ def test_what_cannot_be_merged_exactly_keeps_trls_own_sync():
     message = install(types.SimpleNamespace(vllm_generation=dora))
     assert "TRL's own merge and unmerge" in message and "DoRA=True" in message
     assert getattr(dora, "_iter_named_params", None) is original
+    with pytest.raises(ValueError, match="lora_bias=True"):
+        adapted_layers(tiny_peft_model(lora_bias=True))
     merged = tiny_peft_model()
     merged.merge_adapter()
     with pytest.raises(ValueError, match="merged=True"):

@@ -13,8 +13,8 @@ weights are yielded as they are, under the names TRL gives them. One adapted wei
 at a time while the consumer loads each as it comes (TRL's in-process load, or
 ``engine_process.IPCWeightSync``; its first sync, which sizes its buffers, holds them all), and
 there is no unmerge pass. Installed by ``train/trainer.py`` whenever TRL's engine is on with the
-peft backend; not where TRL shards the weights (FSDP), uses DoRA or finds an adapter already
-merged, where TRL's own sync stays (``install`` says why).
+peft backend; not where TRL shards the weights (FSDP), nor for DoRA, LoRA biases or an adapter
+already merged, where TRL's own sync stays (``install`` says why).
 """
 
 from __future__ import annotations
@@ -35,9 +35,10 @@ def adapted_layers(model: Any) -> dict[int, Any]:
         if not isinstance(module, LoraLayer):
             continue
         base = module.get_base_layer()
-        if not isinstance(base, torch.nn.Linear) or module.merged or any(module.use_dora.values()):
+        dora, bias = any(module.use_dora.values()), any(getattr(module, "lora_bias", {}).values())
+        if not isinstance(base, torch.nn.Linear) or module.merged or dora or bias:
             raise ValueError(f"{type(module).__name__} over {type(base).__name__} (merged={module.merged}, "
-                             f"DoRA={any(module.use_dora.values())}): only unmerged plain LoRA on nn.Linear")
+                             f"DoRA={dora}, lora_bias={bias}): only unmerged plain LoRA on nn.Linear")
         layers[id(base.weight)] = module
     return layers
 
