@@ -125,11 +125,12 @@ def test_doctests():
 def test_engine_client_arguments_drop_trls_launcher(monkeypatch):
     made = []
     monkeypatch.setattr(engine_process, "EngineClient",
-                        lambda kwargs, engine_core_process: made.append((kwargs, engine_core_process)) or "client")
+                        lambda kwargs, engine_core_process, sm_percent: made.append(
+                            (kwargs, engine_core_process, sm_percent)) or "client")
     assert engine_process.engine_client({"model": "m", "distributed_executor_backend": "external_launcher"}) == "client"
-    assert engine_process.engine_client({"model": "m"}, engine_core_process=True) == "client"
-    assert made == [({"model": "m", "worker_extension_cls": engine_process.RECEIVER}, False),
-                    ({"model": "m", "worker_extension_cls": engine_process.RECEIVER}, True)]
+    assert engine_process.engine_client({"model": "m"}, engine_core_process=True, sm_percent=40) == "client"
+    assert made == [({"model": "m", "worker_extension_cls": engine_process.RECEIVER}, False, 0),
+                    ({"model": "m", "worker_extension_cls": engine_process.RECEIVER}, True, 40)]
 
 
 def test_the_engine_process_answers_as_trls_llm(tmp_path):
@@ -168,6 +169,20 @@ def test_engine_core_process_turns_vllms_multiprocessing_on_in_the_engine_proces
         client.close()
 
 
+def test_engine_sm_percent_caps_the_engine_process_under_mps(monkeypatch):
+    """fast.engine_sm_percent: the engine process sets CUDA_MPS_ACTIVE_THREAD_PERCENTAGE to its own
+    cap before it builds the engine, whatever the trainer's environment holds; without a cap it
+    keeps the trainer's (inherited) value."""
+    monkeypatch.setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "70")  # the trainer's own cap
+    for sm_percent, seen in ((30, "30"), (0, "70")):
+        client = engine_process.EngineClient({}, factory="tests.engine_standin:StandInLLM", start_timeout_s=120,
+                                             sm_percent=sm_percent)
+        try:
+            assert client.collective_rpc("environ", args=("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",)) == [seen]
+        finally:
+            client.close()
+
+
 def test_an_engine_that_fails_to_start_says_why():
     with pytest.raises(RuntimeError, match="no engine today"):
         engine_process.EngineClient({"fail": True}, factory="tests.engine_standin:StandInLLM", start_timeout_s=120)
@@ -181,6 +196,12 @@ def test_config_rules():
     load_run_config("configs/embedded_gpu.yaml", [*gpu, "fast.engine_core_process=true"])
     with pytest.raises(ConfigError, match="fast.engine_core_process"):
         load_run_config("configs/embedded_gpu.yaml", [*gpu[:2], "fast.engine_core_process=true"])
+    load_run_config("configs/embedded_gpu.yaml", [*gpu, "fast.engine_sm_percent=30"])
+    with pytest.raises(ConfigError, match="fast.engine_sm_percent"):
+        load_run_config("configs/embedded_gpu.yaml", [*gpu[:2], "fast.engine_sm_percent=30"])
+    for bad in ("-1", "101"):
+        with pytest.raises(ConfigError, match="fast.engine_sm_percent"):
+            load_run_config("configs/embedded_gpu.yaml", [*gpu, f"fast.engine_sm_percent={bad}"])
     for extra in (["grpo.vllm.mode=off"], ["grpo.vllm.enable_sleep_mode=true"],
                   ["grpo.vllm.tensor_parallel_size=2"]):
         with pytest.raises(ConfigError, match="fast.generation_process"):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -240,6 +241,30 @@ def test_an_mps_job_ended_by_a_timeouts_term_still_stops_its_server(tmp_path):
     os.killpg(job.pid, signal.SIGTERM)  # as GNU timeout signals the command's process group
     assert job.wait(timeout=10) == 143
     assert (tmp_path / "mps.log").read_text().splitlines() == ["args:-d", "args:", "stdin:quit"]
+
+
+def test_a_split_mps_variant_caps_the_trainer_in_its_environment_and_the_engine_in_its_config(tmp_path):
+    """``*_mps_e<E>t<T>``: the worker runs under its own MPS server with the trainer's cap in its
+    environment (seen by the command, not by the daemon), and its config caps the engine process."""
+    import subprocess
+
+    from toolrl_lib.train.config import load_run_config
+
+    variant = "vllm_fast_shared_fused_engine_overlap_graphs_sampler_mps_e30t70"
+    env = _fake_mps_control(tmp_path / "bin", tmp_path)
+    command = tp.variant_command(variant, [], tmp_path / "o")
+    worker = command.index(sys.executable)
+    assert command[worker - 2:worker] == ["env", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=70"]
+    shown = [*command[:worker], "sh", "-c", 'echo "cap=$CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"']
+    done = subprocess.run(shown, env={k: v for k, v in env.items() if not k.startswith("CUDA_MPS_ACTIVE")},
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "cap=70"
+    overrides = tp.VARIANTS[variant][1]
+    assert overrides[:-1] == tp.VARIANTS["vllm_fast_shared_fused_engine_overlap_graphs_sampler"][1]
+    config = load_run_config("configs/embedded_gpu.yaml", ["device=cuda", *overrides])
+    assert config.fast.engine_sm_percent == 30 and config.fast.generation_process
+    assert tp.variant_command("vllm_fast_shared_fused_engine_overlap_graphs_sampler_mps", [], tmp_path)[4:6] == [
+        str(tmp_path / "mps" / "vllm_fast_shared_fused_engine_overlap_graphs_sampler_mps"), sys.executable]
 
 
 def test_an_mps_variant_on_a_host_without_mps_is_a_row_saying_so(tmp_path, monkeypatch):

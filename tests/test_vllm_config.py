@@ -511,15 +511,16 @@ def test_colocated_engine_in_a_process_of_its_own_gets_trls_arguments(monkeypatc
     made = []
     monkeypatch.setattr(vllm_generation, "LLM", lambda **kw: made.append(("in-process", kw)), raising=False)
     monkeypatch.setattr(engine_process, "engine_client",
-                        lambda kw, engine_core_process: made.append(("client", kw, engine_core_process)) or "client")
+                        lambda kw, engine_core_process, sm_percent: made.append(
+                            ("client", kw, engine_core_process, sm_percent)) or "client")
     real = vllm_generation.LLM
     with vllm_engine.colocated_engine(4, "auto", process=True):
         assert vllm_generation.LLM(model="m", distributed_executor_backend="external_launcher") == "client"
-    with vllm_engine.colocated_engine(process=True, engine_core_process=True):
+    with vllm_engine.colocated_engine(process=True, engine_core_process=True, sm_percent=30):
         assert vllm_generation.LLM(model="m") == "client"
     assert made == [("client", {"model": "m", "distributed_executor_backend": "external_launcher",
-                                "kv_cache_memory_bytes": 4 * 2**30}, False),
-                    ("client", {"model": "m"}, True)]
+                                "kv_cache_memory_bytes": 4 * 2**30}, False, 0),
+                    ("client", {"model": "m"}, True, 30)]
     assert vllm_generation.LLM is real
 
 
@@ -540,8 +541,8 @@ def test_build_trainer_hands_the_config_to_the_engine(monkeypatch, tmp_path):
     seen = []
 
     @contextlib.contextmanager
-    def spy(kv_cache_gib=None, dtype=None, process=False, engine_core_process=False):
-        seen.append((kv_cache_gib, dtype, process, engine_core_process))
+    def spy(kv_cache_gib=None, dtype=None, process=False, engine_core_process=False, sm_percent=0):
+        seen.append((kv_cache_gib, dtype, process, engine_core_process, sm_percent))
         yield
 
     monkeypatch.setattr(vllm_engine, "colocated_engine", spy)
@@ -559,5 +560,7 @@ def test_build_trainer_hands_the_config_to_the_engine(monkeypatch, tmp_path):
     trainer_module.build_trainer(process, None, "cuda", "m", "tok", [], [], [])
     core = config(*GPU, "grpo.vllm.mode=colocate", "fast.generation_process=true", "fast.engine_core_process=true")
     trainer_module.build_trainer(core, None, "cuda", "m", "tok", [], [], [])
-    assert seen == [(8, "float32", False, False), (None, None, False, False), (None, "auto", True, False),
-                    (None, "auto", True, True)] and len(built) == 4
+    capped = config(*GPU, "grpo.vllm.mode=colocate", "fast.generation_process=true", "fast.engine_sm_percent=30")
+    trainer_module.build_trainer(capped, None, "cuda", "m", "tok", [], [], [])
+    assert seen == [(8, "float32", False, False, 0), (None, None, False, False, 0), (None, "auto", True, False, 0),
+                    (None, "auto", True, True, 0), (None, "auto", True, False, 30)] and len(built) == 5

@@ -125,6 +125,18 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
     ``grpo_throughput.md``): 133.4 against 132.7/s in one call, 151.6 against 157.0/s in
     another; the overlapped generation is slow for sharing the GPU, not for its host-side work.
     Off by default.
+``engine_sm_percent: <percent>`` (GPU, with ``generation_process``, under CUDA MPS)
+    The engine process may use at most this share of the SMs (``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``
+    set in it before vLLM starts; the trainer's cap is the same variable in its own environment), so
+    that the trainer's large kernels cannot take every SM from the engine's small decode steps, as
+    they did under MPS without caps (run 12: 122.7 against 150.0/s without MPS). Does nothing
+    without an MPS server. 0 (no cap) by default.
+``prompt_token_cache: true``
+    Each distinct prompt rendered and tokenised once per run (``prompt_tokens.py``): TRL's own
+    ``_tokenize_prompts`` for the prompts not seen before, the ids kept under the prompt's JSON.
+    TRL tokenises every row of every round (64 prompts x 8 rows a round of 512), and the overlap
+    the next round again: ~0.2 s of a round's first step in run 12's profile. Same ids (tested
+    against TRL's). Off by default; GPU seconds not yet measured.
 ``generation_times: true``
     ``generation_times.rank<r>.jsonl`` per process, seconds per rollout round
     (``gen_timing.py``): where a multi-GPU step waits (``benchmarks/results/multi_gpu.md``).
@@ -160,6 +172,7 @@ class Installed(list):
     loss_mmap: bool = False
     graphs: Any = None
     sampler: Any = None
+    prompt_tokens: Any = None
 
 
 def install(
@@ -250,6 +263,12 @@ def install(
         if done.loss_mmap:
             done.append(f"GRPOTrainer.{loss_memory.ROLLOUT_PHASE}: blocks >= {f.loss_mmap_threshold} bytes "
                         f"mapped on their own during the loss (fast.loss_mmap_threshold)")
+    if not multi_turn and f.prompt_token_cache:
+        from toolrl_lib.fast.prompt_tokens import install as install_prompt_tokens
+
+        done.prompt_tokens = install_prompt_tokens(trainer)
+        done.append("GRPOTrainer._tokenize_prompts: each distinct prompt tokenised once, its ids kept "
+                    "(fast.prompt_token_cache)")
     if f.generation_process:
         from toolrl_lib.fast.engine_process import install as install_engine_process
 

@@ -178,7 +178,8 @@ def unpack_outputs(packed: list[tuple]) -> list[Any]:
     return requests
 
 
-def serve(conn: Any, llm_kwargs: dict[str, Any], factory: str = "vllm:LLM", engine_core_process: bool = False) -> None:
+def serve(conn: Any, llm_kwargs: dict[str, Any], factory: str = "vllm:LLM", engine_core_process: bool = False,
+          sm_percent: int = 0) -> None:
     """The engine process: build the engine, then answer the trainer's requests until it closes."""
     import importlib
     import traceback
@@ -187,6 +188,8 @@ def serve(conn: Any, llm_kwargs: dict[str, Any], factory: str = "vllm:LLM", engi
     # "1" (fast.engine_core_process): in a process of its own beneath this one, so that this process's
     # handling of each step's outputs runs beside the model's next steps
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1" if engine_core_process else "0"
+    if sm_percent:  # fast.engine_sm_percent: read by CUDA when this process first creates a context (MPS only)
+        os.environ["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(sm_percent)
     try:
         module, name = factory.split(":")
         llm = getattr(importlib.import_module(module), name)(**llm_kwargs)
@@ -223,14 +226,14 @@ class EngineClient:
     process. ``factory`` names the engine class (``module:name``; tests pass a stand-in)."""
 
     def __init__(self, llm_kwargs: dict[str, Any], factory: str = "vllm:LLM", start_timeout_s: float = 900,
-                 engine_core_process: bool = False) -> None:
+                 engine_core_process: bool = False, sm_percent: int = 0) -> None:
         import multiprocessing
 
         context = multiprocessing.get_context("spawn")  # CUDA is initialised here: never fork
         self.conn, child = context.Pipe()
         # not a daemon: vLLM's compilers may start processes of their own, which a daemon may not.
         # It ends when the trainer closes it, at exit, or when the pipe breaks (serve returns)
-        self.process = context.Process(target=serve, args=(child, llm_kwargs, factory, engine_core_process),
+        self.process = context.Process(target=serve, args=(child, llm_kwargs, factory, engine_core_process, sm_percent),
                                        name="toolrl-vllm-engine")
         self.process.start()
         child.close()
@@ -271,12 +274,12 @@ class EngineClient:
                 self.process.kill()
 
 
-def engine_client(llm_kwargs: dict[str, Any], engine_core_process: bool = False) -> EngineClient:
+def engine_client(llm_kwargs: dict[str, Any], engine_core_process: bool = False, sm_percent: int = 0) -> EngineClient:
     """What TRL's ``LLM(...)`` becomes under ``fast.generation_process``: its arguments less the
     in-process ``external_launcher``, with the IPC receiver mixed into the worker."""
     kwargs = {k: v for k, v in llm_kwargs.items() if k != "distributed_executor_backend"}
     kwargs["worker_extension_cls"] = RECEIVER
-    return EngineClient(kwargs, engine_core_process=engine_core_process)
+    return EngineClient(kwargs, engine_core_process=engine_core_process, sm_percent=sm_percent)
 
 
 def install(trainer: Any) -> str:

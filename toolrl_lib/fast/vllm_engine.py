@@ -59,7 +59,8 @@ def require_for_run(config: Any, device: str) -> None:
 
 @contextmanager
 def colocated_engine(kv_cache_gib: float | None = None, dtype: str | None = None,
-                     process: bool = False, engine_core_process: bool = False) -> Iterator[None]:
+                     process: bool = False, engine_core_process: bool = False,
+                     sm_percent: int = 0) -> Iterator[None]:
     """While TRL builds its colocated engine, pass it what TRL 1.15's ``LLM(...)`` call cannot.
 
     TRL builds the engine inside ``trl.generation.vllm_generation`` with no way to add arguments,
@@ -76,7 +77,8 @@ def colocated_engine(kv_cache_gib: float | None = None, dtype: str | None = None
     - ``process``: the whole engine in a process of its own (``fast.generation_process``,
       ``engine_process.py``): TRL gets an ``EngineClient`` in place of the ``LLM``; with
       ``engine_core_process`` vLLM's engine core runs in a process beneath that one
-      (``fast.engine_core_process``)."""
+      (``fast.engine_core_process``), and with ``sm_percent`` that process may use at most that
+      share of the SMs under CUDA MPS (``fast.engine_sm_percent``)."""
     extra: dict[str, Any] = {}
     if kv_cache_gib:
         extra["kv_cache_memory_bytes"] = int(kv_cache_gib * 2**30)
@@ -99,7 +101,7 @@ def colocated_engine(kv_cache_gib: float | None = None, dtype: str | None = None
         if process:
             from toolrl_lib.fast.engine_process import engine_client
 
-            return engine_client(kwargs, engine_core_process=engine_core_process)
+            return engine_client(kwargs, engine_core_process=engine_core_process, sm_percent=sm_percent)
         return real(*args, **kwargs)
 
     vllm_generation.LLM = llm_with_extras

@@ -161,7 +161,8 @@ def build_trainer(config: RunConfig, paths: RunDir, device: str, model: Any, tok
     # TRL builds its colocated engine inside the trainer's constructor
     v = config.grpo.vllm
     engine = (colocated_engine(v.kv_cache_gib, v.dtype, process=config.fast.generation_process,
-                               engine_core_process=config.fast.engine_core_process)
+                               engine_core_process=config.fast.engine_core_process,
+                               sm_percent=config.fast.engine_sm_percent)
               if v.mode == "colocate" and backend != "unsloth" else colocated_engine())
     if config.grpo.loss_type == "rlsd":
         from toolrl_lib.train.rlsd import RLSDGRPOTrainer
