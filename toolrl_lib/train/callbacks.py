@@ -114,10 +114,11 @@ class MetricsCSVCallback(TrainerCallback):
         # again, a file that is not ours yet) the whole file rewritten
         appendable = (self._columns is not None and all(k in self._columns for k in row) and self.path.is_file()
                       and (not self.rows or (self.rows[-1].get("step") or 0) < state.global_step))
-        self.rows = [r for r in self.rows if r.get("step") != state.global_step] + [row]
-        if appendable:
+        if appendable:  # rows are in step order (trimmed to the checkpoint on a resume): none has this step
+            self.rows.append(row)
             append_csv_row(self.path, self._columns, row)
         else:
+            self.rows = [r for r in self.rows if r.get("step") != state.global_step] + [row]
             self._columns = write_csv_rows(self.path, self.rows)
 
 
