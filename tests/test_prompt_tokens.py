@@ -52,17 +52,32 @@ def test_the_cache_gives_trls_ids_and_tokenises_each_prompt_once(tiny_model_dir)
     assert trainer._tokenize_prompts([_conversation("book a table")])[0] == [expected[0][1]]
 
 
-def test_prompts_that_are_not_text_conversations_go_to_trl_untouched(tiny_model_dir):
+def test_text_prompts_as_the_course_renders_them_get_trls_ids(tiny_model_dir):
+    """The course's GRPO rows hold prompts already rendered to text (``grpo_rows``): TRL tokenises
+    them with the tokenizer alone; the cache gives the same ids, each text tokenised once."""
     trainer = _trainer(tiny_model_dir)
+    trls = trainer._tokenize_prompts
+    texts = ["<|im_start|>user\nweather?<|im_end|>\n<|im_start|>assistant\n", "plain", "plain"] * 3
     cache = prompt_tokens.install(trainer)
-    plain = trainer._tokenize_prompts(["plain text prompt", "another"])
-    assert plain[0] and cache.stats()["batches_passed"] == 1 and not cache.ids
+    assert trainer._tokenize_prompts(texts) == (trls(texts)[0], None, {})
+    assert trainer._tokenize_prompts(texts[:2]) == (trls(texts[:2])[0], None, {})
+    assert cache.stats() == {"prompts_kept": 2, "hits": 7 + 2, "misses": 2, "batches_passed": 0}
+    # a text and a conversation never share a key, whatever the text says
+    assert prompt_tokens.prompt_key('[{"content": "hi", "role": "user"}]') != prompt_tokens.prompt_key(
+        [{"role": "user", "content": "hi"}])
+
+
+def test_prompts_the_cache_does_not_keep_go_to_trl_untouched(tiny_model_dir):
     with_env = _trainer(tiny_model_dir)
     with_env.environment_factories = [object()]
     seen = []
     cached = prompt_tokens.PromptTokenCache(with_env)
     cached.tokenize(lambda prompts: seen.append(prompts) or ([[1]], None, {}), [_conversation("x")])
     assert seen == [[_conversation("x")]] and cached.passed == 1 and not cached.ids
+    parts = [{"role": "user", "content": [{"type": "text", "text": "x"}]}]
+    plain = prompt_tokens.PromptTokenCache(_trainer(tiny_model_dir))
+    assert plain.tokenize(lambda prompts: ("trl", prompts), [parts]) == ("trl", [parts])
+    assert plain.passed == 1 and not plain.ids
     images = prompt_tokens.PromptTokenCache(_trainer(tiny_model_dir))
     answers = iter([([[1]], [["img"]], {}), ([[1]], [["img"]], {})])
     assert images.tokenize(lambda prompts: next(answers), [_conversation("y")]) == ([[1]], [["img"]], {})

@@ -133,7 +133,7 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
     without an MPS server. 0 (no cap) by default.
 ``prompt_token_cache: true``
     Each distinct prompt rendered and tokenised once per run (``prompt_tokens.py``): TRL's own
-    ``_tokenize_prompts`` for the prompts not seen before, the ids kept under the prompt's JSON.
+    ``_tokenize_prompts`` for the prompts not seen before, the ids kept under the prompt's text.
     TRL tokenises every row of every round (64 prompts x 8 rows a round of 512), and the overlap
     the next round again: ~0.2 s of a round's first step in run 12's profile. Same ids (tested
     against TRL's). Off by default; GPU seconds not yet measured.

@@ -8,12 +8,12 @@ grpo_step_profile_run12.md``: prompt tokenisation ~0.11 s, the next round's prom
 time on the trainer's main thread.
 
 Here TRL's own ``_tokenize_prompts`` still tokenises every prompt the run has not seen, in one
-call per batch, and the ids are kept under the prompt's content (its JSON), so a prompt seen
-before costs one serialisation. The ids are TRL's: its batched call renders and tokenises each
-conversation on its own, without padding (tested against TRL's method). Only text conversations
-without per-environment tools are kept; anything else (plain-text prompts, images, multimodal
-fields, environments) goes to TRL's method untouched. Ids are stored as 32-bit arrays, ~4 bytes
-a token.
+call per batch, and the ids are kept under the prompt's content (a text prompt's text, as the
+course's rows are rendered; a conversation's JSON), so a prompt seen before costs a dictionary
+lookup. The ids are TRL's: its batched call tokenises each text, or renders and tokenises each
+conversation, on its own, without padding (tested against TRL's method). Anything else (images,
+content parts, multimodal fields, per-environment tools, a VLM processor) goes to TRL's method
+untouched. Ids are stored as 32-bit arrays, ~4 bytes a token.
 """
 
 from __future__ import annotations
@@ -26,18 +26,21 @@ from toolrl_lib.fast import trl_compat
 
 
 def prompt_key(prompt: Any) -> str | None:
-    """The cache key of one prompt: its JSON, or None when it is not a text conversation.
+    """The cache key of one prompt: the text of a text prompt, the JSON of a text conversation,
+    each marked with its kind; None for anything else (images, content parts).
 
-    >>> prompt_key([{"role": "user", "content": "hi"}])
-    '[{"content": "hi", "role": "user"}]'
-    >>> prompt_key("plain text"), prompt_key([{"role": "user", "content": [{"type": "image", "image": object()}]}])
+    >>> prompt_key("<|im_start|>user hi"), prompt_key([{"role": "user", "content": "hi"}])
+    ('text:<|im_start|>user hi', 'chat:[{"content": "hi", "role": "user"}]')
+    >>> prompt_key([{"role": "user", "content": [{"type": "image", "image": object()}]}]), prompt_key(7)
     (None, None)
     """
+    if isinstance(prompt, str):
+        return "text:" + prompt
     if not isinstance(prompt, list) or not all(isinstance(m, dict) and isinstance(m.get("content"), str | None)
                                                for m in prompt):
         return None
     try:
-        return json.dumps(prompt, sort_keys=True, ensure_ascii=False)
+        return "chat:" + json.dumps(prompt, sort_keys=True, ensure_ascii=False)
     except (TypeError, ValueError):  # something JSON cannot hold: not cached
         return None
 
