@@ -114,8 +114,8 @@ def test_install_needs_trls_colocated_engine():
     with pytest.raises(ValueError, match="grpo.vllm.mode: colocate"):
         engine_process.install(trainer)
     trainer.vllm_generation.mode = "colocate"
-    assert engine_process.install(trainer) == "VLLMGeneration.sync_weights"
-    assert isinstance(trainer.vllm_generation.sync_weights, IPCWeightSync)
+    sync = engine_process.install(trainer)
+    assert isinstance(sync, IPCWeightSync) and trainer.vllm_generation.sync_weights is sync
 
 
 def test_doctests():
@@ -153,6 +153,12 @@ def test_the_engine_process_answers_as_trls_llm(tmp_path):
             client.collective_rpc("fail")
         assert client.collective_rpc("echo", args=(2,)) == [[3, 2]]  # still up
         assert client.collective_rpc("environ", args=("VLLM_ENABLE_V1_MULTIPROCESSING",)) == ["0"]
+        # each generate call's seconds, split between vLLM, the packing, the pipe and the unpacking
+        assert [t["requests"] for t in client.timings] == [2]
+        assert all(t[k] >= 0 for t in client.timings for k in ("generate_s", "pack_s", "transfer_s", "unpack_s"))
+        stats = IPCWeightSync(types.SimpleNamespace(llm=client)).stats()
+        assert stats["generate_calls"] == 1 and len(stats["generate_s"]) == 1 and stats["syncs"] == 0
+        assert stats["transfer_s_mean"] is not None and stats["sync_s_mean"] is None
     finally:
         client.close()
     assert not client.process.is_alive()

@@ -428,7 +428,8 @@ def worker(args: argparse.Namespace) -> int:
         row.update(sampling_figures(metrics))
         row["startup_s"] = round((clock.first or began) - began, 1)
         info = read_run_info(run).extra
-        for option in ("cuda_graphs", "sampler_logps"):  # what the option covered, where it fell back (quoted)
+        # what the option covered, where it fell back (quoted); the engine process's own seconds
+        for option in ("cuda_graphs", "sampler_logps", "prompt_token_cache", "generation_process"):
             if info.get(option):
                 row[option] = info[option]
         if cuda:
@@ -548,13 +549,16 @@ def run_all(args: argparse.Namespace) -> int:
 
 
 MPS_WRAPPER = r"""
-export CUDA_MPS_PIPE_DIRECTORY="$1/pipe" CUDA_MPS_LOG_DIRECTORY="$1/log"; shift
-mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+# the pipe folder holds the daemon's Unix sockets, whose paths may not exceed 107 bytes: a short private folder
+# of its own (run 13: under $OUT/tp/mps/<variant>/pipe a 108-byte path, and the daemon did not start)
+export CUDA_MPS_PIPE_DIRECTORY="$(mktemp -d /tmp/mps.XXXXXX)" CUDA_MPS_LOG_DIRECTORY="$1/log"; shift
+mkdir -p "$CUDA_MPS_LOG_DIRECTORY"
 command -v nvidia-cuda-mps-control > /dev/null || { echo "MPS: nvidia-cuda-mps-control is not on this host's PATH" >&2; exit 97; }
-nvidia-cuda-mps-control -d || { echo "MPS: the control daemon did not start" >&2; exit 97; }
-trap 'echo quit | nvidia-cuda-mps-control; exit 143' TERM INT  # a timeout's TERM: the daemon goes too
+nvidia-cuda-mps-control -d || { echo "MPS: the control daemon did not start: $(tail -c 300 "$CUDA_MPS_LOG_DIRECTORY/control.log" 2>/dev/null)" >&2; exit 97; }
+trap 'echo quit | nvidia-cuda-mps-control; rm -rf "$CUDA_MPS_PIPE_DIRECTORY"; exit 143' TERM INT  # a timeout's TERM: the daemon goes too
 "$@"; rc=$?
 echo quit | nvidia-cuda-mps-control
+rm -rf "$CUDA_MPS_PIPE_DIRECTORY"
 exit $rc
 """
 
@@ -564,8 +568,9 @@ def under_mps(command: list[str], folder: Path) -> list[str]:
     vLLM's engine process (which inherits the environment) can run on the GPU at the same time.
 
     The control daemon is a process, not a setting of the card (compute mode, clocks and the rest
-    are left alone); its pipe and log folders live under ``folder``, so no other process on the
-    host becomes its client, and it is asked to quit when the command ends, or when a TERM (the
+    are left alone); its log folder lives under ``folder`` and its pipe folder is a fresh one of its
+    own under /tmp (short: socket paths are limited to 107 bytes), so no other process on the host
+    becomes its client, and it is asked to quit when the command ends, or when a TERM (the
     session step's ``timeout``) ends it. A job killed outright (``lanes`` at its deadline) leaves
     its daemon to the host's end. Without ``nvidia-cuda-mps-control`` the job
     exits 97 with a line saying so, and its row carries that line.

@@ -173,6 +173,7 @@ class Installed(list):
     graphs: Any = None
     sampler: Any = None
     prompt_tokens: Any = None
+    engine: Any = None
 
 
 def install(
@@ -272,9 +273,9 @@ def install(
     if f.generation_process:
         from toolrl_lib.fast.engine_process import install as install_engine_process
 
-        method = install_engine_process(trainer)
-        done.append(f"{method}: TRL's vLLM engine in a process of its own, weights in through CUDA IPC buffers "
-                    f"(fast.generation_process)")
+        done.engine = install_engine_process(trainer)
+        done.append("VLLMGeneration.sync_weights: TRL's vLLM engine in a process of its own, weights in through "
+                    "CUDA IPC buffers (fast.generation_process)")
     if f.overlap_generation:  # before generation_times: its timer then sees the wait, not the worker
         from toolrl_lib.fast.overlap import install as install_overlap
 

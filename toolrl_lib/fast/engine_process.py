@@ -42,6 +42,7 @@ import atexit
 import contextlib
 import os
 import pickle
+import time
 from typing import Any
 
 RECEIVER = "toolrl_lib.fast.engine_process.WeightReceiver"
@@ -101,6 +102,7 @@ class IPCWeightSync:
         self.buffers: dict[Any, Any] = {}
         self.slots: dict[str, Any] = {}
         self.syncs = 0
+        self.sync_seconds: list[float] = []
 
     def _open(self) -> None:
         """First sync: size the buffers from one pass over TRL's weights and hand their handles over."""
@@ -124,6 +126,7 @@ class IPCWeightSync:
     def __call__(self) -> None:
         import torch
 
+        started = time.perf_counter()
         if not self.buffers:
             self._open()
         for name, param in self.generation._iter_named_params():
@@ -135,6 +138,27 @@ class IPCWeightSync:
         self.generation.llm.collective_rpc("toolrl_load_buffers")
         self.generation.llm.reset_prefix_cache()
         self.syncs += 1
+        self.sync_seconds.append(time.perf_counter() - started)
+
+    def stats(self) -> dict[str, Any]:
+        """What the run records (run_info's ``generation_process``): the syncs' and the engine's
+        generate calls' seconds, so that a slow round says whether vLLM or the traffic was slow."""
+        out: dict[str, Any] = {"syncs": self.syncs, "sync_s_mean": _mean(self.sync_seconds)}
+        timings = getattr(self.generation.llm, "timings", None) or []
+        out["generate_calls"] = len(timings)
+        out["generate_s"] = [round(t["generate_s"], 3) for t in timings]
+        for key in ("pack_s", "transfer_s", "unpack_s"):
+            out[f"{key}_mean"] = _mean([t[key] for t in timings])
+        return out
+
+
+def _mean(values: list[float]) -> float | None:
+    """The mean to 4 places, None for no values.
+
+    >>> _mean([1.0, 2.0]), _mean([])
+    (1.5, None)
+    """
+    return round(sum(values) / len(values), 4) if values else None
 
 
 class _Logprob:
@@ -206,9 +230,13 @@ def serve(conn: Any, llm_kwargs: dict[str, Any], factory: str = "vllm:LLM", engi
             if op == "close":
                 conn.send(("ok", None))
                 return
-            if op == "generate":
+            if op == "generate":  # the outputs, and where the engine process's time went
                 prompts, sampling_params = args
-                value: Any = pack_outputs(llm.generate(prompts, sampling_params=sampling_params, use_tqdm=False))
+                started = time.perf_counter()
+                outputs = llm.generate(prompts, sampling_params=sampling_params, use_tqdm=False)
+                generated = time.perf_counter()
+                packed = pack_outputs(outputs)
+                value: Any = (packed, {"generate_s": generated - started, "pack_s": time.perf_counter() - generated})
             elif op == "rpc":
                 method, rpc_args = args
                 value = llm.collective_rpc(method, args=tuple(rpc_args))
@@ -237,6 +265,7 @@ class EngineClient:
                                        name="toolrl-vllm-engine")
         self.process.start()
         child.close()
+        self.timings: list[dict[str, float]] = []  # one per generate call (``generate``)
         atexit.register(self.close)  # before multiprocessing's own exit handler joins its children
         if not self.conn.poll(start_timeout_s):
             self.process.kill()
@@ -257,7 +286,18 @@ class EngineClient:
         return self._answer()
 
     def generate(self, prompts: list[Any], sampling_params: Any = None, use_tqdm: bool = False) -> list[Any]:
-        return unpack_outputs(self._call("generate", prompts, sampling_params))
+        """vLLM's ``generate`` in the engine process; each call's seconds go to ``timings``: vLLM's
+        own ``generate_s``, ``pack_s`` (outputs to tuples, there), ``transfer_s`` (the pipe both
+        ways and the pickling) and ``unpack_s`` (tuples back to objects, here)."""
+        started = time.perf_counter()
+        packed, timing = self._call("generate", prompts, sampling_params)
+        answered = time.perf_counter()
+        outputs = unpack_outputs(packed)
+        round_trip = answered - started
+        self.timings.append({"requests": len(prompts), "generate_s": timing["generate_s"], "pack_s": timing["pack_s"],
+                             "transfer_s": max(0.0, round_trip - timing["generate_s"] - timing["pack_s"]),
+                             "unpack_s": time.perf_counter() - answered})
+        return outputs
 
     def collective_rpc(self, method: str, args: tuple = ()) -> list[Any]:
         return self._call("rpc", method, list(args))
@@ -282,8 +322,9 @@ def engine_client(llm_kwargs: dict[str, Any], engine_core_process: bool = False,
     return EngineClient(kwargs, engine_core_process=engine_core_process, sm_percent=sm_percent)
 
 
-def install(trainer: Any) -> str:
-    """Replace TRL's in-process weight sync on ``trainer.vllm_generation`` with ``IPCWeightSync``."""
+def install(trainer: Any) -> IPCWeightSync:
+    """Replace TRL's in-process weight sync on ``trainer.vllm_generation`` with ``IPCWeightSync``
+    (returned: its ``stats`` are the run's record of the engine process)."""
     from toolrl_lib.fast import trl_compat
 
     trl_compat.require_trl()  # VLLMGeneration's sync_weights and _iter_named_params among them
@@ -291,7 +332,7 @@ def install(trainer: Any) -> str:
     if generation is None or getattr(generation, "mode", None) != "colocate":
         raise ValueError("fast.generation_process needs TRL's colocated vLLM engine (grpo.vllm.mode: colocate)")
     generation.sync_weights = IPCWeightSync(generation)
-    return "VLLMGeneration.sync_weights"
+    return generation.sync_weights
 
 
 __all__ = ["EngineClient", "IPCWeightSync", "RECEIVER", "WeightReceiver", "engine_client", "install", "layout",

@@ -218,7 +218,7 @@ def _train(
     with stage("GRPO steps"):
         run_trainer(trainer, checkpoint, paths)
     for option, part in (("cuda_graphs", changes.graphs), ("sampler_logps", changes.sampler),
-                         ("prompt_token_cache", changes.prompt_tokens)):
+                         ("prompt_token_cache", changes.prompt_tokens), ("generation_process", changes.engine)):
         if part is not None:  # what the option covered and where it fell back (fast.cuda_graphs, fast.sampler_logps)
             part_stats = part.stats()
             say(f"fast.{option}: {part_stats}")
