@@ -130,13 +130,17 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
     set in it before vLLM starts; the trainer's cap is the same variable in its own environment), so
     that the trainer's large kernels cannot take every SM from the engine's small decode steps, as
     they did under MPS without caps (run 12: 122.7 against 150.0/s without MPS). Does nothing
-    without an MPS server. 0 (no cap) by default.
+    without an MPS server. Run 13 (H100): 50/50 ran 153.9 against 162.8/s without MPS, the
+    trainer slowed by its cap; an engine capped at 30% generated wrong tokens (its log-probs 7.7
+    nats a token off the trainer's; ``sampler_logps`` refused them). 0 (no cap) by default.
 ``prompt_token_cache: true``
     Each distinct prompt rendered and tokenised once per run (``prompt_tokens.py``): TRL's own
     ``_tokenize_prompts`` for the prompts not seen before, the ids kept under the prompt's text.
     TRL tokenises every row of every round (64 prompts x 8 rows a round of 512), and the overlap
     the next round again: ~0.2 s of a round's first step in run 12's profile. Same ids (tested
-    against TRL's). Off by default; GPU seconds not yet measured.
+    against TRL's); a round of 512 rows 123 -> 3-20 ms on the CPU
+    (``benchmarks/results/prompt_token_cache.md``). On an H100 its one call (140.1/s, one slow
+    round, run 13) showed no gain beside the engine's bound. Off by default.
 ``generation_times: true``
     ``generation_times.rank<r>.jsonl`` per process, seconds per rollout round
     (``gen_timing.py``): where a multi-GPU step waits (``benchmarks/results/multi_gpu.md``).

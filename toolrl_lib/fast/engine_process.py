@@ -34,6 +34,19 @@ since the child's generation shares the GPU with them.
 ``fast.engine_core_process`` turns vLLM's own multiprocessing on in this process (``serve``): the
 engine core then runs in a grandchild and this process only handles requests and outputs. Run 11
 measured it no faster (133.4 against 132.7/s).
+
+Each ``generate`` call's seconds are kept (``EngineClient.timings``: vLLM's own generate, the
+packing there, the pipe, the unpacking here) and, with the syncs', recorded in run_info's
+``generation_process`` (``IPCWeightSync.stats``): run 13 found the engine's round alone (2.87 s
+for 512 completions on an H100, sync included) to be what bounds an overlapped round.
+
+``fast.engine_sm_percent`` caps the engine process's share of the GPU's SMs under CUDA MPS
+(``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``, set in this process before vLLM creates its CUDA context;
+``serve``). Without MPS the two processes take turns on the GPU in time slices; under MPS without a
+cap the trainer's large kernels take every SM from the engine's small decode steps (run 12: the
+engine's round 4.45 s against 3.50 s without MPS). The trainer's own cap is the same variable in its
+environment when it starts. Run 13 (H100): 50/50 ran 153.9 against 162.8/s without MPS; with the
+engine at 30% its generations were wrong (log-probs 7.7 nats a token off the trainer's).
 """
 
 from __future__ import annotations
