@@ -12,15 +12,20 @@ class StandInLLM:
         if fail:
             raise ValueError("no engine today")
         self.seed = seed
+        self.calls: list[tuple[int, int]] = []  # (requests, samples per request) of each generate call
 
     def generate(self, prompts: list[dict[str, Any]], sampling_params: dict[str, Any], use_tqdm: bool = False) -> list:
+        n = sampling_params.get("n", 1)
+        self.calls.append((len(prompts), n))
         out = []
         for prompt in prompts:
             ids = prompt["prompt_token_ids"]
-            tokens = [ids[-1] + 1 + i for i in range(sampling_params["max_tokens"])]
-            logprobs = [{t: SimpleNamespace(logprob=-0.5, rank=1)} for t in tokens]
-            out.append(SimpleNamespace(prompt_token_ids=ids, outputs=[
-                SimpleNamespace(token_ids=tokens, text="", finish_reason="length", logprobs=logprobs)]))
+            samples = []
+            for k in range(n):  # sample k: its own tokens, so a request's samples differ
+                tokens = [ids[-1] + 1 + 100 * k + i for i in range(sampling_params["max_tokens"])]
+                logprobs = [{t: SimpleNamespace(logprob=-0.5, rank=1)} for t in tokens]
+                samples.append(SimpleNamespace(token_ids=tokens, text="", finish_reason="length", logprobs=logprobs))
+            out.append(SimpleNamespace(prompt_token_ids=ids, outputs=samples))
         return out
 
     def collective_rpc(self, method: str, args: tuple = ()) -> list[Any]:
@@ -28,6 +33,8 @@ class StandInLLM:
             raise RuntimeError("the stand-in refuses")
         if method == "environ":  # what the engine process set before building the engine
             return [os.environ.get(args[0])]
+        if method == "calls":
+            return [list(self.calls)]
         return [[self.seed, *args]]
 
     def reset_prefix_cache(self) -> str:

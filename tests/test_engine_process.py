@@ -125,12 +125,12 @@ def test_doctests():
 def test_engine_client_arguments_drop_trls_launcher(monkeypatch):
     made = []
     monkeypatch.setattr(engine_process, "EngineClient",
-                        lambda kwargs, engine_core_process, sm_percent: made.append(
-                            (kwargs, engine_core_process, sm_percent)) or "client")
+                        lambda kwargs, options: made.append((kwargs, options)) or "client")
+    tuned = engine_process.EngineOptions(core_process=True, sm_percent=40)
     assert engine_process.engine_client({"model": "m", "distributed_executor_backend": "external_launcher"}) == "client"
-    assert engine_process.engine_client({"model": "m"}, engine_core_process=True, sm_percent=40) == "client"
-    assert made == [({"model": "m", "worker_extension_cls": engine_process.RECEIVER}, False, 0),
-                    ({"model": "m", "worker_extension_cls": engine_process.RECEIVER}, True, 40)]
+    assert engine_process.engine_client({"model": "m"}, options=tuned) == "client"
+    assert made == [({"model": "m", "worker_extension_cls": engine_process.RECEIVER}, None),
+                    ({"model": "m", "worker_extension_cls": engine_process.RECEIVER}, tuned)]
 
 
 def test_the_engine_process_answers_as_trls_llm(tmp_path):
@@ -168,7 +168,7 @@ def test_engine_core_process_turns_vllms_multiprocessing_on_in_the_engine_proces
     """fast.engine_core_process: the engine process sets VLLM_ENABLE_V1_MULTIPROCESSING=1 before it
     builds the engine (vLLM reads it then), whatever the trainer's environment says."""
     client = engine_process.EngineClient({}, factory="tests.engine_standin:StandInLLM", start_timeout_s=120,
-                                         engine_core_process=True)
+                                         options=engine_process.EngineOptions(core_process=True))
     try:
         assert client.collective_rpc("environ", args=("VLLM_ENABLE_V1_MULTIPROCESSING",)) == ["1"]
     finally:
@@ -182,11 +182,61 @@ def test_engine_sm_percent_caps_the_engine_process_under_mps(monkeypatch):
     monkeypatch.setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "70")  # the trainer's own cap
     for sm_percent, seen in ((30, "30"), (0, "70")):
         client = engine_process.EngineClient({}, factory="tests.engine_standin:StandInLLM", start_timeout_s=120,
-                                             sm_percent=sm_percent)
+                                             options=engine_process.EngineOptions(sm_percent=sm_percent))
         try:
             assert client.collective_rpc("environ", args=("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",)) == [seen]
         finally:
             client.close()
+
+
+def test_prompt_groups_send_each_groups_prompt_once_with_n_samples():
+    """fast.engine_prompt_groups: G copies of a prompt go to vLLM as one request of n = G, and come
+    back as G single-sample outputs in the copies' order; anything else goes as it came."""
+    calls = []
+
+    class Engine:
+        def generate(self, prompts, sampling_params, use_tqdm=False):
+            calls.append((prompts, sampling_params))
+            n = sampling_params.get("n", 1)
+            return [types.SimpleNamespace(prompt_token_ids=p["prompt_token_ids"],
+                                          outputs=[f"{p['prompt_token_ids'][0]}.{k}" for k in range(n)]) for p in prompts]
+
+    prompts = [{"prompt_token_ids": [1, 2]}] * 3 + [{"prompt_token_ids": [7]}] * 3
+    out = engine_process.generate_in_groups(Engine(), prompts, {"max_tokens": 4})
+    assert calls == [([{"prompt_token_ids": [1, 2]}, {"prompt_token_ids": [7]}], {"max_tokens": 4, "n": 3})]
+    assert [(o.prompt_token_ids, o.outputs) for o in out] == [([1, 2], ["1.0"]), ([1, 2], ["1.1"]), ([1, 2], ["1.2"]),
+                                                             ([7], ["7.0"]), ([7], ["7.1"]), ([7], ["7.2"])]
+    for params, batch in (({"max_tokens": 4, "seed": 3}, prompts), ({"max_tokens": 4, "n": 2}, prompts),
+                          ({"max_tokens": 4}, prompts[:4]), ({"max_tokens": 4}, prompts[:1])):
+        calls.clear()
+        assert len(engine_process.generate_in_groups(Engine(), batch, params)) == len(batch)  # one output a request
+        assert calls == [(batch, params)]  # as it came: a seed, several samples already, unequal groups, one prompt
+
+
+def test_prompt_groups_copy_vllms_sampling_params():
+    class Params:  # vLLM's SamplingParams: clone(), then n set on the copy
+        def __init__(self, n=1, seed=None):
+            self.n, self.seed = n, seed
+
+        def clone(self):
+            return Params(self.n, self.seed)
+
+    original = Params()
+    copy = engine_process._with_n(original, 8)
+    assert copy.n == 8 and original.n == 1
+
+
+def test_the_engine_process_groups_prompts_when_asked():
+    client = engine_process.EngineClient({}, factory="tests.engine_standin:StandInLLM", start_timeout_s=120,
+                                         options=engine_process.EngineOptions(prompt_groups=True))
+    try:
+        prompts = [{"prompt_token_ids": [5, 6]}] * 2 + [{"prompt_token_ids": [9]}] * 2
+        outputs = client.generate(prompts, sampling_params={"max_tokens": 2})
+        assert client.collective_rpc("calls") == [[(2, 2)]]  # two requests of two samples
+        assert [o.prompt_token_ids for o in outputs] == [[5, 6], [5, 6], [9], [9]]
+        assert [o.outputs[0].token_ids for o in outputs] == [[7, 8], [107, 108], [10, 11], [110, 111]]
+    finally:
+        client.close()
 
 
 def test_an_engine_that_fails_to_start_says_why():
@@ -202,7 +252,9 @@ def test_config_rules():
     load_run_config("configs/embedded_gpu.yaml", [*gpu, "fast.engine_core_process=true"])
     with pytest.raises(ConfigError, match="fast.engine_core_process"):
         load_run_config("configs/embedded_gpu.yaml", [*gpu[:2], "fast.engine_core_process=true"])
-    load_run_config("configs/embedded_gpu.yaml", [*gpu, "fast.engine_sm_percent=30"])
+    load_run_config("configs/embedded_gpu.yaml", [*gpu, "fast.engine_sm_percent=30", "fast.engine_prompt_groups=true"])
+    with pytest.raises(ConfigError, match="fast.engine_prompt_groups"):
+        load_run_config("configs/embedded_gpu.yaml", [*gpu[:2], "fast.engine_prompt_groups=true"])
     with pytest.raises(ConfigError, match="fast.engine_sm_percent"):
         load_run_config("configs/embedded_gpu.yaml", [*gpu[:2], "fast.engine_sm_percent=30"])
     for bad in ("-1", "101"):

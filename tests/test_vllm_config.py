@@ -511,16 +511,16 @@ def test_colocated_engine_in_a_process_of_its_own_gets_trls_arguments(monkeypatc
     made = []
     monkeypatch.setattr(vllm_generation, "LLM", lambda **kw: made.append(("in-process", kw)), raising=False)
     monkeypatch.setattr(engine_process, "engine_client",
-                        lambda kw, engine_core_process, sm_percent: made.append(
-                            ("client", kw, engine_core_process, sm_percent)) or "client")
+                        lambda kw, options: made.append(("client", kw, options)) or "client")
     real = vllm_generation.LLM
-    with vllm_engine.colocated_engine(4, "auto", process=True):
+    plain, tuned = engine_process.EngineOptions(), engine_process.EngineOptions(core_process=True, sm_percent=30)
+    with vllm_engine.colocated_engine(4, "auto", process=plain):
         assert vllm_generation.LLM(model="m", distributed_executor_backend="external_launcher") == "client"
-    with vllm_engine.colocated_engine(process=True, engine_core_process=True, sm_percent=30):
+    with vllm_engine.colocated_engine(process=tuned):
         assert vllm_generation.LLM(model="m") == "client"
     assert made == [("client", {"model": "m", "distributed_executor_backend": "external_launcher",
-                                "kv_cache_memory_bytes": 4 * 2**30}, False, 0),
-                    ("client", {"model": "m"}, True, 30)]
+                                "kv_cache_memory_bytes": 4 * 2**30}, plain),
+                    ("client", {"model": "m"}, tuned)]
     assert vllm_generation.LLM is real
 
 
@@ -541,8 +541,8 @@ def test_build_trainer_hands_the_config_to_the_engine(monkeypatch, tmp_path):
     seen = []
 
     @contextlib.contextmanager
-    def spy(kv_cache_gib=None, dtype=None, process=False, engine_core_process=False, sm_percent=0):
-        seen.append((kv_cache_gib, dtype, process, engine_core_process, sm_percent))
+    def spy(kv_cache_gib=None, dtype=None, process=None):
+        seen.append((kv_cache_gib, dtype, process))
         yield
 
     monkeypatch.setattr(vllm_engine, "colocated_engine", spy)
@@ -562,5 +562,10 @@ def test_build_trainer_hands_the_config_to_the_engine(monkeypatch, tmp_path):
     trainer_module.build_trainer(core, None, "cuda", "m", "tok", [], [], [])
     capped = config(*GPU, "grpo.vllm.mode=colocate", "fast.generation_process=true", "fast.engine_sm_percent=30")
     trainer_module.build_trainer(capped, None, "cuda", "m", "tok", [], [], [])
-    assert seen == [(8, "float32", False, False, 0), (None, None, False, False, 0), (None, "auto", True, False, 0),
-                    (None, "auto", True, True, 0), (None, "auto", True, False, 30)] and len(built) == 5
+    grouped = config(*GPU, "grpo.vllm.mode=colocate", "fast.generation_process=true", "fast.engine_prompt_groups=true")
+    trainer_module.build_trainer(grouped, None, "cuda", "m", "tok", [], [], [])
+    from toolrl_lib.fast.engine_process import EngineOptions
+
+    assert seen == [(8, "float32", None), (None, None, None), (None, "auto", EngineOptions()),
+                    (None, "auto", EngineOptions(core_process=True)), (None, "auto", EngineOptions(sm_percent=30)),
+                    (None, "auto", EngineOptions(prompt_groups=True))] and len(built) == 6

@@ -191,6 +191,11 @@ _derive(_twin, "_tok", f"{_twin} with each distinct prompt tokenised once (fast.
         "fast.prompt_token_cache=true")
 _derive(_twin + "_tok", MPS_SUFFIX, f"{_twin}_tok with the trainer and the engine process as clients of one CUDA MPS "
         f"server (under_mps)")
+# The sampler path with each group's copies of a prompt sent to vLLM as one request of n = G
+# (fast.engine_prompt_groups), since the engine's own round bounds the overlapped round (run 13)
+_derive(_twin, "_groups", f"{_twin} with each group's prompt sent to vLLM once, n = G (fast.engine_prompt_groups)",
+        "fast.engine_prompt_groups=true")
+_derive(_twin + "_groups", "_tok", f"{_twin}_groups with fast.prompt_token_cache", "fast.prompt_token_cache=true")
 MPS_SPLITS = {"e30t70": (30, 70), "e50t50": (50, 50), "e40t100": (40, 100), "e20t80": (20, 80)}
 for _twin in ("vllm_fast_shared_fused_engine_overlap_graphs_sampler",
               "vllm_fast_shared_fused_engine_overlap_graphs_sampler_tok"):

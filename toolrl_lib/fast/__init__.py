@@ -133,6 +133,12 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
     without an MPS server. Run 13 (H100): 50/50 ran 153.9 against 162.8/s without MPS, the
     trainer slowed by its cap; an engine capped at 30% generated wrong tokens (its log-probs 7.7
     nats a token off the trainer's; ``sampler_logps`` refused them). 0 (no cap) by default.
+``engine_prompt_groups: true`` (GPU, with ``generation_process``)
+    Each group's G copies of a prompt, which TRL's colocated engine sends as G one-sample
+    requests, sent to vLLM as one request of n = G samples (``engine_process.generate_in_groups``),
+    handed back in the copies' order: the same sampling, the prompt taken in once per group.
+    Run 13 found the engine's own round (2.87 s for 512 completions on an H100, alone) to bound
+    an overlapped round. Untried on a GPU; off by default.
 ``prompt_token_cache: true``
     Each distinct prompt rendered and tokenised once per run (``prompt_tokens.py``): TRL's own
     ``_tokenize_prompts`` for the prompts not seen before, the ids kept under the prompt's text.

@@ -56,9 +56,68 @@ import contextlib
 import os
 import pickle
 import time
+from dataclasses import dataclass
 from typing import Any
 
 RECEIVER = "toolrl_lib.fast.engine_process.WeightReceiver"
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """How the engine process runs vLLM: the run's ``fast.engine_*`` fields (``from_config``)."""
+
+    core_process: bool = False  # fast.engine_core_process: vLLM's engine core in a process beneath this one
+    sm_percent: int = 0  # fast.engine_sm_percent: this process's SM cap under CUDA MPS (0: none of its own)
+    prompt_groups: bool = False  # fast.engine_prompt_groups: a group's copies of a prompt as one request of n
+
+    @classmethod
+    def from_config(cls, fast: Any) -> EngineOptions:
+        return cls(core_process=fast.engine_core_process, sm_percent=fast.engine_sm_percent,
+                   prompt_groups=fast.engine_prompt_groups)
+
+
+def group_size(prompts: list[Any]) -> int:
+    """The size k when ``prompts`` is runs of k identical consecutive prompts, each run's prompt
+    different from the next run's (TRL's colocated engine gets each prompt once per completion of
+    its group); else 1.
+
+    >>> group_size([[1], [1], [2], [2]]), group_size([[1], [1], [2]]), group_size([[1], [2]]), group_size([[1]] * 4)
+    (2, 1, 1, 4)
+    """
+    runs, start = [], 0
+    for i in range(1, len(prompts) + 1):
+        if i == len(prompts) or prompts[i] != prompts[start]:
+            runs.append(i - start)
+            start = i
+    if not runs or len(set(runs)) != 1:
+        return 1
+    return runs[0]
+
+
+def _with_n(sampling_params: Any, n: int) -> Any:
+    """A copy of ``sampling_params`` asking for ``n`` samples (vLLM's ``SamplingParams``, or a stand-in's dict)."""
+    if isinstance(sampling_params, dict):
+        return {**sampling_params, "n": n}
+    params = sampling_params.clone()
+    params.n = n
+    return params
+
+
+def generate_in_groups(llm: Any, prompts: list[Any], sampling_params: Any) -> list[Any]:
+    """``llm.generate`` with each group's k copies of a prompt sent once with ``n = k``
+    (``fast.engine_prompt_groups``), its k samples handed back as k single-sample outputs in the
+    order the copies came; as it is when the prompts are not such groups, or when the call already
+    asks for several samples or fixes a seed (k copies under one seed sample alike; n samples do not)."""
+    from types import SimpleNamespace
+
+    k = group_size([p["prompt_token_ids"] if isinstance(p, dict) else p for p in prompts])
+    n = sampling_params.get("n", 1) if isinstance(sampling_params, dict) else getattr(sampling_params, "n", 1)
+    seed = sampling_params.get("seed") if isinstance(sampling_params, dict) else getattr(sampling_params, "seed", None)
+    if k == 1 or n != 1 or seed is not None:
+        return llm.generate(prompts, sampling_params=sampling_params, use_tqdm=False)
+    outputs = llm.generate(prompts[::k], sampling_params=_with_n(sampling_params, k), use_tqdm=False)
+    return [SimpleNamespace(prompt_token_ids=request.prompt_token_ids, outputs=[sample])
+            for request in outputs for sample in request.outputs]
 
 
 class WeightReceiver:
@@ -215,8 +274,7 @@ def unpack_outputs(packed: list[tuple]) -> list[Any]:
     return requests
 
 
-def serve(conn: Any, llm_kwargs: dict[str, Any], factory: str = "vllm:LLM", engine_core_process: bool = False,
-          sm_percent: int = 0) -> None:
+def serve(conn: Any, llm_kwargs: dict[str, Any], factory: str = "vllm:LLM", options: EngineOptions | None = None) -> None:
     """The engine process: build the engine, then answer the trainer's requests until it closes."""
     import importlib
     import traceback
@@ -224,9 +282,10 @@ def serve(conn: Any, llm_kwargs: dict[str, Any], factory: str = "vllm:LLM", engi
     # "0": vLLM's engine core (scheduler, model steps) in this process, which is the child already;
     # "1" (fast.engine_core_process): in a process of its own beneath this one, so that this process's
     # handling of each step's outputs runs beside the model's next steps
-    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1" if engine_core_process else "0"
-    if sm_percent:  # fast.engine_sm_percent: read by CUDA when this process first creates a context (MPS only)
-        os.environ["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(sm_percent)
+    options = options or EngineOptions()
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1" if options.core_process else "0"
+    if options.sm_percent:  # fast.engine_sm_percent: read by CUDA when this process first creates a context (MPS only)
+        os.environ["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(options.sm_percent)
     try:
         module, name = factory.split(":")
         llm = getattr(importlib.import_module(module), name)(**llm_kwargs)
@@ -246,7 +305,8 @@ def serve(conn: Any, llm_kwargs: dict[str, Any], factory: str = "vllm:LLM", engi
             if op == "generate":  # the outputs, and where the engine process's time went
                 prompts, sampling_params = args
                 started = time.perf_counter()
-                outputs = llm.generate(prompts, sampling_params=sampling_params, use_tqdm=False)
+                outputs = (generate_in_groups(llm, prompts, sampling_params) if options.prompt_groups
+                           else llm.generate(prompts, sampling_params=sampling_params, use_tqdm=False))
                 generated = time.perf_counter()
                 packed = pack_outputs(outputs)
                 value: Any = (packed, {"generate_s": generated - started, "pack_s": time.perf_counter() - generated})
@@ -267,14 +327,14 @@ class EngineClient:
     process. ``factory`` names the engine class (``module:name``; tests pass a stand-in)."""
 
     def __init__(self, llm_kwargs: dict[str, Any], factory: str = "vllm:LLM", start_timeout_s: float = 900,
-                 engine_core_process: bool = False, sm_percent: int = 0) -> None:
+                 options: EngineOptions | None = None) -> None:
         import multiprocessing
 
         context = multiprocessing.get_context("spawn")  # CUDA is initialised here: never fork
         self.conn, child = context.Pipe()
         # not a daemon: vLLM's compilers may start processes of their own, which a daemon may not.
         # It ends when the trainer closes it, at exit, or when the pipe breaks (serve returns)
-        self.process = context.Process(target=serve, args=(child, llm_kwargs, factory, engine_core_process, sm_percent),
+        self.process = context.Process(target=serve, args=(child, llm_kwargs, factory, options or EngineOptions()),
                                        name="toolrl-vllm-engine")
         self.process.start()
         child.close()
@@ -327,12 +387,12 @@ class EngineClient:
                 self.process.kill()
 
 
-def engine_client(llm_kwargs: dict[str, Any], engine_core_process: bool = False, sm_percent: int = 0) -> EngineClient:
+def engine_client(llm_kwargs: dict[str, Any], options: EngineOptions | None = None) -> EngineClient:
     """What TRL's ``LLM(...)`` becomes under ``fast.generation_process``: its arguments less the
     in-process ``external_launcher``, with the IPC receiver mixed into the worker."""
     kwargs = {k: v for k, v in llm_kwargs.items() if k != "distributed_executor_backend"}
     kwargs["worker_extension_cls"] = RECEIVER
-    return EngineClient(kwargs, engine_core_process=engine_core_process, sm_percent=sm_percent)
+    return EngineClient(kwargs, options=options)
 
 
 def install(trainer: Any) -> IPCWeightSync:
@@ -348,5 +408,5 @@ def install(trainer: Any) -> IPCWeightSync:
     return generation.sync_weights
 
 
-__all__ = ["EngineClient", "IPCWeightSync", "RECEIVER", "WeightReceiver", "engine_client", "install", "layout",
-           "pack_outputs", "serve", "unpack_outputs"]
+__all__ = ["EngineClient", "EngineOptions", "IPCWeightSync", "RECEIVER", "WeightReceiver", "engine_client",
+           "generate_in_groups", "group_size", "install", "layout", "pack_outputs", "serve", "unpack_outputs"]

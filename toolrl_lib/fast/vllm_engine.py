@@ -59,8 +59,7 @@ def require_for_run(config: Any, device: str) -> None:
 
 @contextmanager
 def colocated_engine(kv_cache_gib: float | None = None, dtype: str | None = None,
-                     process: bool = False, engine_core_process: bool = False,
-                     sm_percent: int = 0) -> Iterator[None]:
+                     process: Any = None) -> Iterator[None]:
     """While TRL builds its colocated engine, pass it what TRL 1.15's ``LLM(...)`` call cannot.
 
     TRL builds the engine inside ``trl.generation.vllm_generation`` with no way to add arguments,
@@ -74,17 +73,15 @@ def colocated_engine(kv_cache_gib: float | None = None, dtype: str | None = None
       merging ``W + BA`` into the trainer's weights and copying them in; a bf16 engine rounds them
       to bf16, which drops updates smaller than half a bf16 step of the weight
       (``benchmarks/results/bf16_weight_sync.md``).
-    - ``process``: the whole engine in a process of its own (``fast.generation_process``,
-      ``engine_process.py``): TRL gets an ``EngineClient`` in place of the ``LLM``; with
-      ``engine_core_process`` vLLM's engine core runs in a process beneath that one
-      (``fast.engine_core_process``), and with ``sm_percent`` that process may use at most that
-      share of the SMs under CUDA MPS (``fast.engine_sm_percent``)."""
+    - ``process`` (an ``engine_process.EngineOptions``): the whole engine in a process of its own
+      (``fast.generation_process``, ``engine_process.py``), run as those options say: TRL gets an
+      ``EngineClient`` in place of the ``LLM``. None: TRL's engine in this process."""
     extra: dict[str, Any] = {}
     if kv_cache_gib:
         extra["kv_cache_memory_bytes"] = int(kv_cache_gib * 2**30)
     if dtype and dtype != "auto":
         extra["dtype"] = dtype
-    if not extra and not process:
+    if not extra and process is None:
         yield
         return
     from trl.generation import vllm_generation
@@ -92,16 +89,16 @@ def colocated_engine(kv_cache_gib: float | None = None, dtype: str | None = None
     real = getattr(vllm_generation, "LLM", None)
     if real is None:  # TRL imports it only when vLLM is importable
         asked = ", ".join(f"{k}={v}" for k, v in (("kv_cache_gib", kv_cache_gib), ("dtype", dtype),
-                                                   ("fast.generation_process", process)) if v)
+                                                   ("fast.generation_process", process is not None)) if v)
         raise VLLMMissing(missing_message(f"grpo.vllm ({asked})", "set grpo.vllm.mode: off"))
 
     def llm_with_extras(*args: Any, **kwargs: Any) -> Any:
         for key, value in extra.items():
             kwargs.setdefault(key, value)
-        if process:
+        if process is not None:
             from toolrl_lib.fast.engine_process import engine_client
 
-            return engine_client(kwargs, engine_core_process=engine_core_process, sm_percent=sm_percent)
+            return engine_client(kwargs, options=process)
         return real(*args, **kwargs)
 
     vllm_generation.LLM = llm_with_extras

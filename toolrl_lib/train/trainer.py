@@ -160,9 +160,13 @@ def build_trainer(config: RunConfig, paths: RunDir, device: str, model: Any, tok
 
     # TRL builds its colocated engine inside the trainer's constructor
     v = config.grpo.vllm
-    engine = (colocated_engine(v.kv_cache_gib, v.dtype, process=config.fast.generation_process,
-                               engine_core_process=config.fast.engine_core_process,
-                               sm_percent=config.fast.engine_sm_percent)
+    if config.fast.generation_process:
+        from toolrl_lib.fast.engine_process import EngineOptions
+
+        process = EngineOptions.from_config(config.fast)
+    else:
+        process = None
+    engine = (colocated_engine(v.kv_cache_gib, v.dtype, process=process)
               if v.mode == "colocate" and backend != "unsloth" else colocated_engine())
     if config.grpo.loss_type == "rlsd":
         from toolrl_lib.train.rlsd import RLSDGRPOTrainer
