@@ -61,8 +61,8 @@ def test_every_field_has_help():
 
     rows = {key: text for key, _, text in settings_help()}
     fields = [f.name for f in dataclasses.fields(type(RunConfig().grpo.vllm))]
-    assert fields == ["mode", "gpu_memory_utilization", "max_model_len", "kv_cache_gib", "dtype", "enable_sleep_mode",
-                      "tensor_parallel_size", "server_host", "server_port", "server_timeout", "detokenize",
+    assert fields == ["mode", "gpu_memory_utilization", "max_model_len", "kv_cache_gib", "max_num_batched_tokens",
+                      "dtype", "enable_sleep_mode", "tensor_parallel_size", "server_host", "server_port", "server_timeout", "detokenize",
                       "importance_sampling_correction"]
     assert all(rows[f"grpo.vllm.{name}"] for name in fields)
 
@@ -524,6 +524,30 @@ def test_colocated_engine_in_a_process_of_its_own_gets_trls_arguments(monkeypatc
     assert vllm_generation.LLM is real
 
 
+def test_the_token_budget_replaces_trls_4096(monkeypatch):
+    """grpo.vllm.max_num_batched_tokens overrides the value TRL passes (the extras only fill gaps)."""
+    from trl.generation import vllm_generation
+
+    made = []
+    monkeypatch.setattr(vllm_generation, "LLM", lambda **kw: made.append(kw) or "llm", raising=False)
+    with vllm_engine.colocated_engine(2, max_num_batched_tokens=32768):
+        vllm_generation.LLM(model="m", max_num_batched_tokens=4096, kv_cache_memory_bytes=1)
+    with vllm_engine.colocated_engine(2):
+        vllm_generation.LLM(model="m", max_num_batched_tokens=4096)
+    assert made == [{"model": "m", "max_num_batched_tokens": 32768, "kv_cache_memory_bytes": 1},
+                    {"model": "m", "max_num_batched_tokens": 4096, "kv_cache_memory_bytes": 2 * 2**30}]
+
+
+def test_the_token_budget_is_checked(monkeypatch):
+    from toolrl_lib.train.config import ConfigError
+
+    config(*GPU, "grpo.vllm.mode=colocate", "grpo.vllm.max_num_batched_tokens=16384")
+    for bad in (["grpo.vllm.mode=colocate", "grpo.vllm.max_num_batched_tokens=0"],
+                ["grpo.vllm.mode=server", "grpo.vllm.max_num_batched_tokens=16384"]):
+        with pytest.raises(ConfigError, match="max_num_batched_tokens"):
+            config(*GPU, *bad)
+
+
 def test_colocated_engine_without_vllm_says_how_to_install(monkeypatch):
     from trl.generation import vllm_generation
 
@@ -541,8 +565,8 @@ def test_build_trainer_hands_the_config_to_the_engine(monkeypatch, tmp_path):
     seen = []
 
     @contextlib.contextmanager
-    def spy(kv_cache_gib=None, dtype=None, process=None):
-        seen.append((kv_cache_gib, dtype, process))
+    def spy(kv_cache_gib=None, dtype=None, process=None, max_num_batched_tokens=None):
+        seen.append((kv_cache_gib, dtype, process) + ((max_num_batched_tokens,) if max_num_batched_tokens else ()))
         yield
 
     monkeypatch.setattr(vllm_engine, "colocated_engine", spy)
@@ -564,8 +588,10 @@ def test_build_trainer_hands_the_config_to_the_engine(monkeypatch, tmp_path):
     trainer_module.build_trainer(capped, None, "cuda", "m", "tok", [], [], [])
     grouped = config(*GPU, "grpo.vllm.mode=colocate", "fast.generation_process=true", "fast.engine_prompt_groups=true")
     trainer_module.build_trainer(grouped, None, "cuda", "m", "tok", [], [], [])
+    budget = config(*GPU, "grpo.vllm.mode=colocate", "grpo.vllm.max_num_batched_tokens=32768")
+    trainer_module.build_trainer(budget, None, "cuda", "m", "tok", [], [], [])
     from toolrl_lib.fast.engine_process import EngineOptions
 
     assert seen == [(8, "float32", None), (None, None, None), (None, "auto", EngineOptions()),
                     (None, "auto", EngineOptions(core_process=True)), (None, "auto", EngineOptions(sm_percent=30)),
-                    (None, "auto", EngineOptions(prompt_groups=True))] and len(built) == 6
+                    (None, "auto", EngineOptions(prompt_groups=True)), (None, "auto", None, 32768)] and len(built) == 7

@@ -196,6 +196,11 @@ _derive(_twin + "_tok", MPS_SUFFIX, f"{_twin}_tok with the trainer and the engin
 _derive(_twin, "_groups", f"{_twin} with each group's prompt sent to vLLM once, n = G (fast.engine_prompt_groups)",
         "fast.engine_prompt_groups=true")
 _derive(_twin + "_groups", "_tok", f"{_twin}_groups with fast.prompt_token_cache", "fast.prompt_token_cache=true")
+# ... and with vLLM's scheduler given 32,768 tokens a model step instead of TRL's 4,096 (a round's 512 prompts of ~400
+# tokens are ~50 steps of prefill at 4,096)
+for _name in (_twin, _twin + "_groups"):
+    _derive(_name, "_b32k", f"{_name} with vLLM's scheduler taking up to 32,768 tokens a model step "
+            "(grpo.vllm.max_num_batched_tokens; TRL passes 4,096)", "grpo.vllm.max_num_batched_tokens=32768")
 MPS_SPLITS = {"e30t70": (30, 70), "e50t50": (50, 50), "e40t100": (40, 100), "e20t80": (20, 80)}
 for _twin in ("vllm_fast_shared_fused_engine_overlap_graphs_sampler",
               "vllm_fast_shared_fused_engine_overlap_graphs_sampler_tok"):

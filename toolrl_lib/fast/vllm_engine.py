@@ -59,7 +59,7 @@ def require_for_run(config: Any, device: str) -> None:
 
 @contextmanager
 def colocated_engine(kv_cache_gib: float | None = None, dtype: str | None = None,
-                     process: Any = None) -> Iterator[None]:
+                     process: Any = None, max_num_batched_tokens: int | None = None) -> Iterator[None]:
     """While TRL builds its colocated engine, pass it what TRL 1.15's ``LLM(...)`` call cannot.
 
     TRL builds the engine inside ``trl.generation.vllm_generation`` with no way to add arguments,
@@ -73,6 +73,9 @@ def colocated_engine(kv_cache_gib: float | None = None, dtype: str | None = None
       merging ``W + BA`` into the trainer's weights and copying them in; a bf16 engine rounds them
       to bf16, which drops updates smaller than half a bf16 step of the weight
       (``benchmarks/results/bf16_weight_sync.md``).
+    - ``max_num_batched_tokens``: the scheduler's token budget a model step, in place of the 4096
+      TRL passes (``grpo.vllm.max_num_batched_tokens``; the only argument here that overrides one of
+      TRL's rather than adding one).
     - ``process`` (an ``engine_process.EngineOptions``): the whole engine in a process of its own
       (``fast.generation_process``, ``engine_process.py``), run as those options say: TRL gets an
       ``EngineClient`` in place of the ``LLM``. None: TRL's engine in this process."""
@@ -81,7 +84,8 @@ def colocated_engine(kv_cache_gib: float | None = None, dtype: str | None = None
         extra["kv_cache_memory_bytes"] = int(kv_cache_gib * 2**30)
     if dtype and dtype != "auto":
         extra["dtype"] = dtype
-    if not extra and process is None:
+    overrides = {} if max_num_batched_tokens is None else {"max_num_batched_tokens": max_num_batched_tokens}
+    if not extra and not overrides and process is None:
         yield
         return
     from trl.generation import vllm_generation
@@ -89,12 +93,14 @@ def colocated_engine(kv_cache_gib: float | None = None, dtype: str | None = None
     real = getattr(vllm_generation, "LLM", None)
     if real is None:  # TRL imports it only when vLLM is importable
         asked = ", ".join(f"{k}={v}" for k, v in (("kv_cache_gib", kv_cache_gib), ("dtype", dtype),
+                                                   ("max_num_batched_tokens", max_num_batched_tokens),
                                                    ("fast.generation_process", process is not None)) if v)
         raise VLLMMissing(missing_message(f"grpo.vllm ({asked})", "set grpo.vllm.mode: off"))
 
     def llm_with_extras(*args: Any, **kwargs: Any) -> Any:
         for key, value in extra.items():
             kwargs.setdefault(key, value)
+        kwargs.update(overrides)
         if process is not None:
             from toolrl_lib.fast.engine_process import engine_client
 

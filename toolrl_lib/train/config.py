@@ -85,6 +85,7 @@ class VLLMSection:
     gpu_memory_utilization: float | None = field(default=None, metadata={"help": "colocate: the share of the GPU's memory vLLM may take (weights + KV cache), in (0, 1); null = 0.3 (TRL's default). Server mode: give it to trl vllm-serve instead"})
     max_model_len: int | None = field(default=None, metadata={"help": "colocate, peft backend: vLLM's context window; null = data.max_prompt_tokens + grpo.max_completion_length (the unsloth backend sizes vLLM by model.max_seq_length)"})
     kv_cache_gib: float | None = field(default=None, metadata={"help": "colocate, peft backend: a fixed KV cache (GiB) for TRL's engine. vLLM then skips its start-up memory profiling, which asserts when another process on the same GPU frees memory meanwhile (two variants side by side on one H200, 2026-12-04); null = vLLM sizes the cache by profiling within gpu_memory_utilization. A round of 512 completions of the embedded model fits in 6 GiB with prefix caching; on an 80 GB card that freed the memory fast.cuda_graphs' planned widths lacked beside fast.sampler_logps (grpo_throughput.md, run 11: the device peak 50.1 against 62.3 GiB)"})
+    max_num_batched_tokens: int | None = field(default=None, metadata={"help": "colocate, peft backend: the most tokens vLLM's scheduler puts in one model step; null = TRL's 4096. TRL 1.15 fixes 4096 (for vLLM's start-up memory profiling), so a round of 512 prompts of ~400 tokens takes ~50 steps of prefill alongside the decodes, unless the copies of a prompt hit the prefix cache; a fixed KV cache (kv_cache_gib) skips that profiling. Why: the engine's own round bounds an overlapped round (run 13: 2.87 s for 512 completions on an H100, alone). Untried on a GPU"})
     dtype: Literal["auto", "float32"] = field(default="auto", metadata={"help": "colocate, peft backend: the engine's weights and compute. auto = the model folder's (bf16 for ours); float32 keeps every LoRA update TRL syncs in (a bf16 engine rounds W + BA to bf16, which drops updates below half a bf16 step of the weight: benchmarks/results/bf16_weight_sync.md); needs model.dtype fp32 so that the merge feeding it is exact too; 4 bytes a parameter, for small models"})
     enable_sleep_mode: bool = field(default=False, metadata={"help": "colocate, peft backend: vLLM offloads its weights and KV cache while the optimizer steps (less GPU memory, a wake-up transfer each round)"})
     tensor_parallel_size: int | None = field(default=None, metadata={"help": "colocate, peft backend: GPUs one vLLM engine spans; null = 1"})
@@ -669,6 +670,8 @@ def _vllm_rules(c: RunConfig, rule: Rule, backend: str) -> None:
          f"{key}.gpu_memory_utilization", v.gpu_memory_utilization, "must be in (0, 1) or null")
     rule(v.kv_cache_gib is None or v.kv_cache_gib > 0, f"{key}.kv_cache_gib", v.kv_cache_gib,
          "must be > 0 GiB or null (null: vLLM profiles free memory)")
+    rule(v.max_num_batched_tokens is None or v.max_num_batched_tokens >= 1, f"{key}.max_num_batched_tokens",
+         v.max_num_batched_tokens, "must be >= 1 tokens or null (null: TRL's 4096)")
     rule(v.dtype in ("auto", "float32"), f"{key}.dtype", v.dtype, "must be auto or float32")
     rule(v.dtype != "float32" or c.model.dtype == "fp32", f"{key}.dtype", v.dtype,
          f"a float32 engine keeps the synced LoRA update only when the merge that feeds it is exact: "
@@ -688,7 +691,8 @@ def _vllm_rules(c: RunConfig, rule: Rule, backend: str) -> None:
                  "applies to mode: server only (colocate runs vLLM inside the training process); "
                  "leave it null")
     if v.mode == "server":
-        for name in ("gpu_memory_utilization", "tensor_parallel_size", "max_model_len", "kv_cache_gib"):
+        for name in ("gpu_memory_utilization", "tensor_parallel_size", "max_model_len", "kv_cache_gib",
+                     "max_num_batched_tokens"):
             rule(getattr(v, name) is None, f"{key}.{name}", getattr(v, name), SERVER_TAKES_IT)
         rule(not v.enable_sleep_mode, f"{key}.enable_sleep_mode", v.enable_sleep_mode, SERVER_TAKES_IT)
         rule(v.dtype == "auto", f"{key}.dtype", v.dtype, "a colocate setting: in server mode the server has "
@@ -697,7 +701,7 @@ def _vllm_rules(c: RunConfig, rule: Rule, backend: str) -> None:
         unsloth = ("the unsloth backend runs vLLM through FastLanguageModel(fast_inference=True): "
                    "colocate on one GPU, sized by model.max_seq_length and gpu_memory_utilization")
         rule(v.mode == "colocate", f"{key}.mode", v.mode, unsloth + "; use mode: colocate or backend: peft")
-        for name in ("max_model_len", "tensor_parallel_size", "kv_cache_gib"):
+        for name in ("max_model_len", "tensor_parallel_size", "kv_cache_gib", "max_num_batched_tokens"):
             rule(getattr(v, name) is None, f"{key}.{name}", getattr(v, name),
                  unsloth + "; leave it null or use backend: peft")
         rule(v.dtype == "auto", f"{key}.dtype", v.dtype, unsloth + "; leave it auto or use backend: peft")

@@ -166,7 +166,8 @@ def build_trainer(config: RunConfig, paths: RunDir, device: str, model: Any, tok
         process = EngineOptions.from_config(config.fast)
     else:
         process = None
-    engine = (colocated_engine(v.kv_cache_gib, v.dtype, process=process)
+    engine = (colocated_engine(v.kv_cache_gib, v.dtype, process=process,
+                               max_num_batched_tokens=v.max_num_batched_tokens)
               if v.mode == "colocate" and backend != "unsloth" else colocated_engine())
     if config.grpo.loss_type == "rlsd":
         from toolrl_lib.train.rlsd import RLSDGRPOTrainer
