@@ -180,10 +180,6 @@ for _twin in ("vllm_fast_shared_fused_engine_overlap", "vllm_fast_shared_fused_e
               "vllm_fast_shared_fused_engine_overlap_graphs_sampler_kv6"):
     _derive(_twin, MPS_SUFFIX, f"{_twin} with the trainer and the engine process as clients of one CUDA MPS "
             f"server (under_mps)")
-# CUDA MPS with the SMs split (``*_mps_e<E>t<T>``): the engine process capped at E% of the SMs (fast.engine_sm_percent)
-# and the trainer at T% (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE in its environment; 100: no cap), so that the trainer's
-# large kernels cannot take every SM from the engine's decode steps, as under MPS without caps (run 12: the engine's
-# round 4.45 s against 3.50 s without MPS, 122.7 against 150.0/s)
 # The sampler path with each distinct prompt tokenised once (fast.prompt_token_cache: ~0.2 s of a round's first step
 # in run 12's profile), alone and under MPS
 _twin = "vllm_fast_shared_fused_engine_overlap_graphs_sampler"
@@ -201,6 +197,11 @@ _derive(_twin + "_groups", "_tok", f"{_twin}_groups with fast.prompt_token_cache
 for _name in (_twin, _twin + "_groups"):
     _derive(_name, "_b32k", f"{_name} with vLLM's scheduler taking up to 32,768 tokens a model step "
             "(grpo.vllm.max_num_batched_tokens; TRL passes 4,096)", "grpo.vllm.max_num_batched_tokens=32768")
+# CUDA MPS with the SMs split (``*_mps_e<E>t<T>``): the engine process capped at E% of the SMs (fast.engine_sm_percent)
+# and the trainer at T% (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE in its environment; 100: no cap), so that the trainer's
+# large kernels cannot take every SM from the engine's decode steps, as under MPS without caps (run 12: the engine's
+# round 4.45 s against 3.50 s without MPS, 122.7 against 150.0/s); run 13: 50/50 slower, 30/70 wrong
+# generations (benchmarks/results/grpo_throughput.md)
 MPS_SPLITS = {"e30t70": (30, 70), "e50t50": (50, 50), "e40t100": (40, 100), "e20t80": (20, 80)}
 for _twin in ("vllm_fast_shared_fused_engine_overlap_graphs_sampler",
               "vllm_fast_shared_fused_engine_overlap_graphs_sampler_tok"):

@@ -14,7 +14,10 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only: the engine process module loads when a run asks for it
+    from toolrl_lib.fast.engine_process import EngineOptions
 
 INSTALL_HINT = 'pip install -e ".[vllm]"'
 
@@ -59,7 +62,8 @@ def require_for_run(config: Any, device: str) -> None:
 
 @contextmanager
 def colocated_engine(kv_cache_gib: float | None = None, dtype: str | None = None,
-                     process: Any = None, max_num_batched_tokens: int | None = None) -> Iterator[None]:
+                     process: EngineOptions | None = None,
+                     max_num_batched_tokens: int | None = None) -> Iterator[None]:
     """While TRL builds its colocated engine, pass it what TRL 1.15's ``LLM(...)`` call cannot.
 
     TRL builds the engine inside ``trl.generation.vllm_generation`` with no way to add arguments,

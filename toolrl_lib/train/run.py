@@ -219,7 +219,7 @@ def _train(
         run_trainer(trainer, checkpoint, paths)
     for option, part in (("cuda_graphs", changes.graphs), ("sampler_logps", changes.sampler),
                          ("prompt_token_cache", changes.prompt_tokens), ("generation_process", changes.engine)):
-        if part is not None:  # what the option covered and where it fell back (fast.cuda_graphs, fast.sampler_logps)
+        if part is not None:  # what each option covered, where it fell back, where its time went
             part_stats = part.stats()
             say(f"fast.{option}: {part_stats}")
             if dist.main:
