@@ -239,6 +239,33 @@ def test_the_engine_process_groups_prompts_when_asked():
         client.close()
 
 
+def test_outputs_cross_the_pipe_with_every_field_trl_reads():
+    """pack_outputs -> pickle -> unpack_outputs keeps token ids, text, finish reasons and every
+    log-prob entry (one or several a position, a rank or None), and a sample without log-probs."""
+    import pickle
+
+    from trl.generation.vllm_generation import extract_logprobs
+
+    lp = engine_process._Logprob
+    one = types.SimpleNamespace(token_ids=[7, 8], text="ab", finish_reason="stop",
+                                logprobs=[{7: lp(-0.5, 1)}, {8: lp(-0.25, None)}])
+    several = types.SimpleNamespace(token_ids=[3], text="", finish_reason="length",
+                                    logprobs=[{3: lp(-1.5, 2), 4: lp(-0.1, 1)}])
+    bare = types.SimpleNamespace(token_ids=[9], text="", finish_reason="stop", logprobs=None)
+    outputs = [types.SimpleNamespace(prompt_token_ids=[1, 2], outputs=[one, several]),
+               types.SimpleNamespace(prompt_token_ids=None, outputs=[bare])]
+    back = engine_process.unpack_outputs(pickle.loads(pickle.dumps(engine_process.pack_outputs(outputs))))
+    assert [r.prompt_token_ids for r in back] == [[1, 2], []]
+    for got, sent in zip([o for r in back for o in r.outputs], [one, several, bare], strict=True):
+        assert (got.token_ids, got.text, got.finish_reason) == (sent.token_ids, sent.text, sent.finish_reason)
+        if sent.logprobs is None:
+            assert got.logprobs is None
+            continue
+        assert [{t: (e.logprob, e.rank) for t, e in p.items()} for p in got.logprobs] == [
+            {t: (e.logprob, e.rank) for t, e in p.items()} for p in sent.logprobs]
+    assert extract_logprobs(back[:1]) == extract_logprobs(outputs[:1])
+
+
 def test_an_engine_that_fails_to_start_says_why():
     with pytest.raises(RuntimeError, match="no engine today"):
         engine_process.EngineClient({"fail": True}, factory="tests.engine_standin:StandInLLM", start_timeout_s=120)

@@ -56,7 +56,9 @@ import contextlib
 import os
 import pickle
 import time
+from array import array
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 RECEIVER = "toolrl_lib.fast.engine_process.WeightReceiver"
@@ -108,8 +110,6 @@ def generate_in_groups(llm: Any, prompts: list[Any], sampling_params: Any) -> li
     (``fast.engine_prompt_groups``), its k samples handed back as k single-sample outputs in the
     order the copies came; as it is when the prompts are not such groups, or when the call already
     asks for several samples or fixes a seed (k copies under one seed sample alike; n samples do not)."""
-    from types import SimpleNamespace
-
     k = group_size([p["prompt_token_ids"] if isinstance(p, dict) else p for p in prompts])
     n = sampling_params.get("n", 1) if isinstance(sampling_params, dict) else getattr(sampling_params, "n", 1)
     seed = sampling_params.get("seed") if isinstance(sampling_params, dict) else getattr(sampling_params, "seed", None)
@@ -243,34 +243,58 @@ class _Logprob:
 
 
 def pack_outputs(outputs: list[Any]) -> list[tuple]:
-    """vLLM ``RequestOutput``s as plain tuples for the pipe: (prompt ids, [(token ids, text,
-    finish reason, [per position: [(token id, logprob, rank), ...]] or None), ...])."""
+    """vLLM ``RequestOutput``s as flat arrays for the pipe: (prompt ids, [(token ids, text, finish
+    reason, log-probs or None), ...]), the log-probs as (entries per position, or None when each
+    position has one; token ids; log-probs; ranks, -1 for None), each an ``array``. Flat arrays
+    pickle as raw bytes: a round of 512 with a tuple a token cost the two ends ~0.23 s of host time
+    (``benchmarks/results/engine_transport.md``)."""
     packed = []
     for request in outputs:
         samples = []
         for out in request.outputs:
-            logprobs = None if out.logprobs is None else [
-                [(int(t), float(lp.logprob), lp.rank) for t, lp in position.items()] for position in out.logprobs]
-            samples.append((list(out.token_ids), out.text, out.finish_reason, logprobs))
-        packed.append((list(request.prompt_token_ids or []), samples))
+            logprobs = None
+            if out.logprobs is not None:
+                counts, ids, values, ranks = array("i"), array("i"), array("d"), array("i")
+                for position in out.logprobs:
+                    counts.append(len(position))
+                    for t, lp in position.items():
+                        ids.append(int(t))
+                        values.append(float(lp.logprob))
+                        ranks.append(-1 if lp.rank is None else int(lp.rank))
+                logprobs = (None if all(c == 1 for c in counts) else counts, ids, values, ranks)
+            samples.append((array("i", out.token_ids), out.text, out.finish_reason, logprobs))
+        packed.append((array("i", request.prompt_token_ids or []), samples))
     return packed
 
 
-def unpack_outputs(packed: list[tuple]) -> list[Any]:
-    """``pack_outputs``' tuples back into objects with ``RequestOutput``'s fields.
+def _positions(logprobs: tuple) -> list[dict[int, _Logprob]]:
+    """One packed sample's log-probs back into vLLM's shape: a dict per position."""
+    counts, ids, values, ranks = logprobs
+    ids, values, ranks = ids.tolist(), values.tolist(), ranks.tolist()
+    if counts is None:
+        return [{t: _Logprob(lp, None if r < 0 else r)} for t, lp, r in zip(ids, values, ranks, strict=True)]
+    positions, at = [], 0
+    for count in counts:
+        positions.append({ids[i]: _Logprob(values[i], None if ranks[i] < 0 else ranks[i]) for i in range(at, at + count)})
+        at += count
+    return positions
 
-    >>> out = unpack_outputs([([1, 2], [([7, 8], "", "stop", [[(7, -0.5, 1)], [(8, -0.25, 1)]])])])
+
+def unpack_outputs(packed: list[tuple]) -> list[Any]:
+    """``pack_outputs``' arrays back into objects with ``RequestOutput``'s fields.
+
+    >>> fake = lambda ids, lps: SimpleNamespace(prompt_token_ids=[1, 2], outputs=[SimpleNamespace(
+    ...     token_ids=ids, text="", finish_reason="stop", logprobs=lps)])
+    >>> out = unpack_outputs(pack_outputs([fake([7, 8], [{7: _Logprob(-0.5, 1)}, {8: _Logprob(-0.25, None)}])]))
     >>> out[0].prompt_token_ids, out[0].outputs[0].token_ids, out[0].outputs[0].logprobs[1][8].logprob
     ([1, 2], [7, 8], -0.25)
     """
-    from types import SimpleNamespace
-
     requests = []
     for prompt_ids, samples in packed:
-        outs = [SimpleNamespace(token_ids=ids, text=text, finish_reason=finish, logprobs=None if logprobs is None else [
-            {t: _Logprob(lp, rank) for t, lp, rank in position} for position in logprobs])
-            for ids, text, finish, logprobs in samples]
-        requests.append(SimpleNamespace(prompt_token_ids=prompt_ids, outputs=outs))
+        outs = [SimpleNamespace(token_ids=ids.tolist(), text=text, finish_reason=finish,
+                                logprobs=None if logprobs is None else _positions(logprobs))
+                for ids, text, finish, logprobs in samples]
+        requests.append(SimpleNamespace(prompt_token_ids=prompt_ids.tolist(), outputs=outs))
     return requests
 
 
