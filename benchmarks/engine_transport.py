@@ -30,6 +30,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from benchmarks.result_files import write_result
+
 
 def standin_round(requests: int, tokens: int, prompt_tokens: int, seed: int = 0) -> list[Any]:
     """``requests`` outputs in vLLM's ``RequestOutput`` shape: one sample each, its length drawn
@@ -118,20 +120,18 @@ def main(argv: list[str] | None = None) -> int:
               "rows": rows, "repeats": args.repeats,
               "command": "python -m benchmarks.engine_transport --out benchmarks/results"}
     print(json.dumps(result))
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "engine_transport.json").write_text(json.dumps(result, indent=1) + "\n")
-    lines = ["| reply format | pack (ms) | pickle (ms) | unpickle (ms) | unpack (ms) | trainer's side (ms) | total (ms) | MB |",
+    table = ["| reply format | pack (ms) | pickle (ms) | unpickle (ms) | unpack (ms) | trainer's side (ms) | total (ms) | MB |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    lines += [f"| {r['format']} | {r['pack_ms']} | {r['pickle_ms']} | {r['unpickle_ms']} | {r['unpack_ms']} | "
+    table += [f"| {r['format']} | {r['pack_ms']} | {r['pickle_ms']} | {r['unpickle_ms']} | {r['unpack_ms']} | "
               f"{r['trainer_ms']} | {r['total_ms']} | {r['megabytes']} |" for r in rows]
-    lines += ["", f"{args.requests} stand-in outputs in vLLM's `RequestOutput` shape ({args.tokens} tokens on average, one "
-              f"log-prob a token, prompts of {args.prompt_tokens}); median of {args.repeats} passes each, side by side in "
-              "one process on this machine's CPU; each format's round checked intact after the trip. What "
-              "`fast.generation_process` adds to a round besides vLLM's own generate and the weight sync: the engine "
-              "process packs and pickles, the trainer unpickles and unpacks (on the overlap's worker thread, under the "
-              "trainer's interpreter lock); the pipe's own copy is not included. Run 13's engine round took 2.87 s on "
-              "an H100.", "", "```bash", result["command"], "```", ""]
-    (args.out / "engine_transport.md").write_text("\n".join(lines))
+    note = (f"{args.requests} stand-in outputs in vLLM's `RequestOutput` shape ({args.tokens} tokens on average, one "
+            f"log-prob a token, prompts of {args.prompt_tokens}); median of {args.repeats} passes each, side by side in "
+            "one process on this machine's CPU; each format's round checked intact after the trip. What "
+            "`fast.generation_process` adds to a round besides vLLM's own generate and the weight sync: the engine "
+            "process packs and pickles, the trainer unpickles and unpacks (on the overlap's worker thread, under the "
+            "trainer's interpreter lock); the pipe's own copy is not included. Run 13's engine round took 2.87 s on "
+            "an H100.")
+    write_result(args.out, "engine_transport", result, table, note, result["command"])
     return 0
 
 

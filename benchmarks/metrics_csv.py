@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.result_files import write_result
 from toolrl_lib.train.callbacks import append_csv_row, write_csv_rows
 
 
@@ -62,16 +63,13 @@ def main(argv: list[str] | None = None) -> int:
                             "ratio": round(figures["rewrite_ms"] / max(figures["append_ms"], 1e-6), 1)})
             print(json.dumps(results[-1]), flush=True)
     command = f"python -m benchmarks.metrics_csv --out {args.out} --rows {args.rows} --columns {args.columns}"
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "metrics_csv.json").write_text(json.dumps({"rows": results, "command": command}, indent=1) + "\n")
-    lines = ["| logged steps so far | columns | rewrite the file (ms) | append one line (ms) | rewrite / append |",
+    table = ["| logged steps so far | columns | rewrite the file (ms) | append one line (ms) | rewrite / append |",
              "| --- | --- | --- | --- | --- |"]
-    lines += [f"| {r['rows']} | {r['columns']} | {r['rewrite_ms']} | {r['append_ms']} | {r['ratio']} |" for r in results]
-    lines += ["", "Median of the repeats, one process on this machine's CPU. What one logged step costs the "
-              "trainer's host in `MetricsCSVCallback.on_log`: before, the whole file rewritten; now one line "
-              "appended (the whole file only when a column first appears or a step is logged again).",
-              "", "```bash", command, "```", ""]
-    (args.out / "metrics_csv.md").write_text("\n".join(lines))
+    table += [f"| {r['rows']} | {r['columns']} | {r['rewrite_ms']} | {r['append_ms']} | {r['ratio']} |" for r in results]
+    write_result(args.out, "metrics_csv", {"rows": results, "command": command}, table,
+                 "Median of the repeats, one process on this machine's CPU. What one logged step costs the "
+                 "trainer's host in `MetricsCSVCallback.on_log`: before, the whole file rewritten; now one line "
+                 "appended (the whole file only when a column first appears or a step is logged again).", command)
     return 0
 
 

@@ -29,6 +29,8 @@ import types
 from pathlib import Path
 from typing import Any
 
+from benchmarks.result_files import write_result
+
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = "data/processed/smoke/train.jsonl"
 
@@ -103,19 +105,16 @@ def main(argv: list[str] | None = None) -> int:
               "train": TRAIN if args.train.resolve() == (ROOT / TRAIN).resolve() else str(args.train),
               "command": "python -m benchmarks.prompt_token_cache --out benchmarks/results"}
     print(json.dumps(result))
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "prompt_token_cache.json").write_text(json.dumps(result, indent=1) + "\n")
-    lines = ["| rows a round (distinct prompts) | TRL's `_tokenize_prompts` (ms) | cache, prompts new (ms) | "
+    table = ["| rows a round (distinct prompts) | TRL's `_tokenize_prompts` (ms) | cache, prompts new (ms) | "
              "cache, prompts seen (ms) |", "| --- | --- | --- | --- |",
              f"| {result['rows_per_round']} ({result['distinct_per_round']}) | {result['trl_ms']} | "
-             f"{result['cache_first_ms']} | {result['cache_seen_ms']} |", "",
-             f"Median over {args.rounds} rounds drawn from the {len(prompts)} prompts of `{result['train']}` as "
-             f"`toolrl train` renders them (mean {result['mean_prompt_tokens']} tokens), the embedded tokenizer, one "
-             "process on this machine's CPU. TRL 1.15's own method on a stand-in trainer; each path's ids checked "
-             "equal to TRL's first. TRL runs this once a round, and `fast.overlap_generation` once more for the "
-             "next round; with `fast.prompt_token_cache` the second is always a round of prompts seen.",
-             "", "```bash", result["command"], "```", ""]
-    (args.out / "prompt_token_cache.md").write_text("\n".join(lines))
+             f"{result['cache_first_ms']} | {result['cache_seen_ms']} |"]
+    note = (f"Median over {args.rounds} rounds drawn from the {len(prompts)} prompts of `{result['train']}` as "
+            f"`toolrl train` renders them (mean {result['mean_prompt_tokens']} tokens), the embedded tokenizer, one "
+            "process on this machine's CPU. TRL 1.15's own method on a stand-in trainer; each path's ids checked "
+            "equal to TRL's first. TRL runs this once a round, and `fast.overlap_generation` once more for the "
+            "next round; with `fast.prompt_token_cache` the second is always a round of prompts seen.")
+    write_result(args.out, "prompt_token_cache", result, table, note, result["command"])
     return 0
 
 

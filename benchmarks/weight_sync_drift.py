@@ -24,6 +24,8 @@ import types
 from pathlib import Path
 from typing import Any
 
+from benchmarks.result_files import write_result
+
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
@@ -117,19 +119,16 @@ def main(argv: list[str] | None = None) -> int:
     rows = [row for step in (float(b) for b in args.b_step.split(",")) for row in run(args.layers, step, counts)]
     command = (f"python -m benchmarks.weight_sync_drift --out {args.out} --layers {args.layers} "
                f"--b-step {args.b_step} --syncs {args.syncs}")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "weight_sync_drift.json").write_text(json.dumps({"rows": rows, "command": command}, indent=1) + "\n")
-    lines = ["| sync | LoRA B step per sync | syncs | adapted base elements changed | RMS drift / RMS LoRA update |",
+    table = ["| sync | LoRA B step per sync | syncs | adapted base elements changed | RMS drift / RMS LoRA update |",
              "| --- | --- | --- | --- | --- |"]
-    lines += [f"| {r['sync']} | {r['b_step']} | {r['syncs']} | {100 * r['changed_share']:.1f}% | "
+    table += [f"| {r['sync']} | {r['b_step']} | {r['syncs']} | {100 * r['changed_share']:.1f}% | "
               f"{r['drift_over_update']} |" for r in rows]
-    lines += ["", f"The embedded model's widths, {args.layers} decoder layers, bf16 base weights, LoRA r16 alpha 32 on "
-              "all seven projections, each LoRA B taking a random step of the given std before each sync. `trl`: TRL 1.15's "
-              "`VLLMGeneration._iter_named_params` (PEFT's merge into the weights, then unmerge); `exact`: "
-              "`toolrl_lib/fast/weight_sync.py` (each adapted weight handed over as a fresh W + sBA copy), which "
-              "the trainer installs whenever TRL's engine is on with the peft backend.",
-              "", "```bash", command, "```", ""]
-    (args.out / "weight_sync_drift.md").write_text("\n".join(lines))
+    note = (f"The embedded model's widths, {args.layers} decoder layers, bf16 base weights, LoRA r16 alpha 32 on "
+            "all seven projections, each LoRA B taking a random step of the given std before each sync. `trl`: TRL 1.15's "
+            "`VLLMGeneration._iter_named_params` (PEFT's merge into the weights, then unmerge); `exact`: "
+            "`toolrl_lib/fast/weight_sync.py` (each adapted weight handed over as a fresh W + sBA copy), which "
+            "the trainer installs whenever TRL's engine is on with the peft backend.")
+    write_result(args.out, "weight_sync_drift", {"rows": rows, "command": command}, table, note, command)
     return 0
 
 

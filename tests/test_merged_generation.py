@@ -123,7 +123,7 @@ def merged_but_adapters_stay_on(model):
 
     swapped = []
     with torch.no_grad():
-        for layer in merged_generation._lora_layers(model):
+        for layer in merged_generation.lora_layers(model):
             base = layer.get_base_layer()
             swapped.append((base, base.weight.data))
             base.weight.data = base.weight.data + layer.get_delta_weight("default")

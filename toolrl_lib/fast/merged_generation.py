@@ -23,7 +23,8 @@ from typing import Any
 from toolrl_lib.fast.trl_compat import hook_rollout
 
 
-def _lora_layers(model: Any) -> list[Any]:
+def lora_layers(model: Any) -> list[Any]:
+    """The model's PEFT LoRA layers (what the merged rollouts and the weight sync merge)."""
     from peft.tuners.lora import LoraLayer
 
     return [m for m in model.modules() if isinstance(m, LoraLayer)]
@@ -34,7 +35,7 @@ def lora_merged(model: Any) -> Iterator[Any]:
     """Inside: ``model`` (a PeftModel) computes with ``W + s B A`` and adapters disabled."""
     import torch
 
-    layers = _lora_layers(model)
+    layers = lora_layers(model)
     if not layers:
         raise ValueError("lora_merged needs a PEFT LoRA model; this model has no LoRA layers")
     swapped: list[tuple[Any, Any]] = []
@@ -67,7 +68,7 @@ def lora_merged(model: Any) -> Iterator[Any]:
 def merged_if(model: Any, enabled: bool) -> Iterator[Any]:
     """``lora_merged(model)`` when ``enabled`` and the model has LoRA layers, else the model as
     it is: for the library's own rollouts (single-turn ``rollout_func``, multi-turn episodes)."""
-    if enabled and _lora_layers(model):
+    if enabled and lora_layers(model):
         with lora_merged(model) as merged:
             yield merged
     else:
@@ -101,7 +102,7 @@ def merged_path_check(model: Any, input_ids: Any, new_tokens: int = 8, lora_b_st
     often as the base path's do."""
     import torch
 
-    layers = _lora_layers(model)
+    layers = lora_layers(model)
     if not layers:
         raise ValueError("merged_path_check needs a PEFT LoRA model; this model has no LoRA layers")
     saved = [(w, w.detach().clone()) for layer in layers for w in

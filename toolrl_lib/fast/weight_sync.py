@@ -28,12 +28,11 @@ def adapted_layers(model: Any) -> dict[int, Any]:
     ``ValueError`` for a layer this sync cannot merge exactly as PEFT does (DoRA, a base that is
     not ``nn.Linear``, an adapter already merged)."""
     import torch
-    from peft.tuners.lora import LoraLayer
+
+    from toolrl_lib.fast.merged_generation import lora_layers
 
     layers: dict[int, Any] = {}
-    for module in model.modules():
-        if not isinstance(module, LoraLayer):
-            continue
+    for module in lora_layers(model):
         base = module.get_base_layer()
         dora, bias = any(module.use_dora.values()), any(getattr(module, "lora_bias", {}).values())
         if not isinstance(base, torch.nn.Linear) or module.merged or dora or bias:
