@@ -197,6 +197,9 @@ _derive(_twin + "_groups", "_tok", f"{_twin}_groups with fast.prompt_token_cache
 for _name in (_twin, _twin + "_groups"):
     _derive(_name, "_b32k", f"{_name} with vLLM's scheduler taking up to 32,768 tokens a model step "
             "(grpo.vllm.max_num_batched_tokens; TRL passes 4,096)", "grpo.vllm.max_num_batched_tokens=32768")
+# ... and every cut to the engine's round and the trainer's tokenising at once, the candidate for the fastest path
+_derive(_twin + "_groups_b32k", "_tok", f"{_twin}_groups_b32k with fast.prompt_token_cache",
+        "fast.prompt_token_cache=true")
 # CUDA MPS with the SMs split (``*_mps_e<E>t<T>``): the engine process capped at E% of the SMs (fast.engine_sm_percent)
 # and the trainer at T% (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE in its environment; 100: no cap), so that the trainer's
 # large kernels cannot take every SM from the engine's decode steps, as under MPS without caps (run 12: the engine's
