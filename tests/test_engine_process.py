@@ -29,14 +29,15 @@ class Worker(WeightReceiver):
 
 
 class Engine:
-    """``LLM`` in the trainer's process: ``collective_rpc`` by method name, ``reset_prefix_cache``."""
+    """``LLM`` in the trainer's process: ``collective_rpc`` by method name, ``reset_prefix_cache``;
+    several workers stand for an ``EnginePool``'s engines, which answer one after another."""
 
-    def __init__(self, worker: Worker) -> None:
-        self.worker, self.calls = worker, []
+    def __init__(self, *workers: Worker) -> None:
+        self.workers, self.calls = workers, []
 
     def collective_rpc(self, method: str, args: tuple = ()) -> list[Any]:
         self.calls.append(method)
-        return [getattr(self.worker, method)(*args)]
+        return [getattr(worker, method)(*args) for worker in self.workers]
 
     def reset_prefix_cache(self) -> None:
         self.calls.append("reset_prefix_cache")
@@ -102,11 +103,28 @@ def test_a_weight_not_seen_at_the_first_sync_is_refused(ipc):
         sync()
 
 
+def test_every_engine_of_a_pool_maps_the_same_buffers_and_loads_each_sync(ipc):
+    first, second = Worker(), Worker()
+    generation = Generation(_weights(1.0), Engine(first, second))
+    sync = IPCWeightSync(generation)
+    sync()
+    generation.weights = _weights(2.0)
+    sync()
+    assert len(ipc) == 2  # one buffer per dtype, opened by both engines
+    for worker in (first, second):
+        assert len(worker.loaded) == 2
+        assert all(torch.equal(t, _weights(2.0)[name]) for name, t in worker.loaded[1])
+
+
 def test_an_engine_that_maps_another_count_is_refused(ipc, monkeypatch):
-    worker = Worker()
     monkeypatch.setattr(Worker, "toolrl_open_buffers", lambda self, buffers: 1)
-    with pytest.raises(RuntimeError, match=r"mapped \[1\] weights, expected \[3\]"):
-        IPCWeightSync(Generation(_weights(1.0), Engine(worker)))()
+    with pytest.raises(RuntimeError, match=r"mapped \[1\] weights, expected 3 each"):
+        IPCWeightSync(Generation(_weights(1.0), Engine(Worker())))()
+    good = Worker()  # a pool whose second engine maps another count
+    seen = iter([3, 2])
+    monkeypatch.setattr(Worker, "toolrl_open_buffers", lambda self, buffers: next(seen))
+    with pytest.raises(RuntimeError, match=r"mapped \[3, 2\] weights, expected 3 each"):
+        IPCWeightSync(Generation(_weights(1.0), Engine(good, Worker())))()
 
 
 def test_install_needs_trls_colocated_engine():
@@ -271,6 +289,44 @@ def test_an_engine_that_fails_to_start_says_why():
         engine_process.EngineClient({"fail": True}, factory="tests.engine_standin:StandInLLM", start_timeout_s=120)
 
 
+def test_an_engine_pool_splits_a_round_at_its_groups_and_answers_as_one_engine():
+    """fast.engine_processes: two real engine processes (the stand-in engine) each get a contiguous
+    share of whole groups at once, their outputs come back in the round's order, each has its own
+    seed, and rpc and cache resets reach both."""
+    from trl.generation.vllm_generation import extract_logprobs
+
+    options = engine_process.EngineOptions(processes=2)
+    pool = engine_process.EnginePool({"seed": 3}, factory="tests.engine_standin:StandInLLM", start_timeout_s=120,
+                                     options=options)
+    try:
+        # three groups of two copies: two groups go to the first engine, one to the second
+        prompts = [{"prompt_token_ids": [p]} for p in (5, 5, 7, 7, 9, 9)]
+        outputs = pool.generate(prompts, sampling_params={"max_tokens": 2})
+        assert [o.prompt_token_ids for o in outputs] == [[5], [5], [7], [7], [9], [9]]
+        assert [o.outputs[0].token_ids for o in outputs] == [[6, 7], [6, 7], [8, 9], [8, 9], [10, 11], [10, 11]]
+        assert extract_logprobs(outputs)[0][4] == [[-0.5], [-0.5]]
+        assert pool.collective_rpc("calls") == [[(4, 1)], [(2, 1)]]
+        assert pool.collective_rpc("echo", args=(1,)) == [[3, 1], [4, 1]]  # seeds 3 and 4
+        assert pool.reset_prefix_cache() == ["reset", "reset"]
+        # fewer groups than engines: the one group goes to one engine
+        assert len(pool.generate(prompts[:2], sampling_params={"max_tokens": 1})) == 2
+        assert pool.collective_rpc("calls") == [[(4, 1), (2, 1)], [(2, 1)]]
+        assert [t["engines"] for t in pool.timings] == [2, 1] and [t["requests"] for t in pool.timings] == [6, 2]
+        stats = IPCWeightSync(types.SimpleNamespace(llm=pool)).stats()
+        assert stats["generate_calls"] == 2 and stats["transfer_s_mean"] is not None
+    finally:
+        pool.close()
+    assert not any(client.process.is_alive() for client in pool.clients)
+
+
+def test_engine_client_builds_a_pool_for_several_engine_processes(monkeypatch):
+    monkeypatch.setattr(engine_process, "EnginePool", lambda kwargs, options: ("pool", kwargs["model"], options.processes))
+    monkeypatch.setattr(engine_process, "EngineClient", lambda kwargs, options: "client")
+    two = engine_process.EngineOptions(processes=2)
+    assert engine_process.engine_client({"model": "m"}, options=two) == ("pool", "m", 2)
+    assert engine_process.engine_client({"model": "m"}, options=engine_process.EngineOptions()) == "client"
+
+
 def test_config_rules():
     from toolrl_lib.train.config import ConfigError, load_run_config
 
@@ -284,6 +340,14 @@ def test_config_rules():
         load_run_config("configs/embedded_gpu.yaml", [*gpu[:2], "fast.engine_prompt_groups=true"])
     with pytest.raises(ConfigError, match="fast.engine_sm_percent"):
         load_run_config("configs/embedded_gpu.yaml", [*gpu[:2], "fast.engine_sm_percent=30"])
+    load_run_config("configs/embedded_gpu.yaml", [*gpu, "fast.engine_processes=2", "grpo.vllm.kv_cache_gib=6"])
+    for extra in (["fast.engine_processes=2"], ["fast.engine_processes=0", "grpo.vllm.kv_cache_gib=6"]):
+        with pytest.raises(ConfigError, match="fast.engine_processes"):  # no fixed KV cache; no engine
+            load_run_config("configs/embedded_gpu.yaml", [*gpu, *extra])
+    with pytest.raises(ConfigError, match="fast.engine_processes"):
+        load_run_config("configs/embedded_gpu.yaml", [*gpu[:2], "fast.engine_processes=2", "grpo.vllm.kv_cache_gib=6"])
+    assert engine_process.EngineOptions.from_config(load_run_config(
+        "configs/embedded_gpu.yaml", [*gpu, "fast.engine_processes=3", "grpo.vllm.kv_cache_gib=6"]).fast).processes == 3
     for bad in ("-1", "101"):
         with pytest.raises(ConfigError, match="fast.engine_sm_percent"):
             load_run_config("configs/embedded_gpu.yaml", [*gpu, f"fast.engine_sm_percent={bad}"])

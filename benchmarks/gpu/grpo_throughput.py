@@ -200,6 +200,11 @@ for _name in (_twin, _twin + "_groups"):
 # ... and every cut to the engine's round and the trainer's tokenising at once, the candidate for the fastest path
 _derive(_twin + "_groups_b32k", "_tok", f"{_twin}_groups_b32k with fast.prompt_token_cache",
         "fast.prompt_token_cache=true")
+# ... and with each round split between two engine processes (fast.engine_processes): vLLM's round is bound by its host-side
+# work per model step for this model (run 13: the GPU busy ~35% without the overlap), which two engines share
+for _name in (_twin, _twin + "_groups_b32k"):
+    _derive(_name, "_x2", f"{_name} with each round split between two engine processes (fast.engine_processes=2)",
+            "fast.engine_processes=2", "grpo.vllm.kv_cache_gib=6")
 # CUDA MPS with the SMs split (``*_mps_e<E>t<T>``): the engine process capped at E% of the SMs (fast.engine_sm_percent)
 # and the trainer at T% (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE in its environment; 100: no cap), so that the trainer's
 # large kernels cannot take every SM from the engine's decode steps, as under MPS without caps (run 12: the engine's

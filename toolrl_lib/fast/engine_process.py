@@ -71,11 +71,12 @@ class EngineOptions:
     core_process: bool = False  # fast.engine_core_process: vLLM's engine core in a process beneath this one
     sm_percent: int = 0  # fast.engine_sm_percent: this process's SM cap under CUDA MPS (0: none of its own)
     prompt_groups: bool = False  # fast.engine_prompt_groups: a group's copies of a prompt as one request of n
+    processes: int = 1  # fast.engine_processes: engines, each in its own process, sharing each round (EnginePool)
 
     @classmethod
     def from_config(cls, fast: Any) -> EngineOptions:
         return cls(core_process=fast.engine_core_process, sm_percent=fast.engine_sm_percent,
-                   prompt_groups=fast.engine_prompt_groups)
+                   prompt_groups=fast.engine_prompt_groups, processes=fast.engine_processes)
 
 
 def group_size(prompts: list[Any]) -> int:
@@ -94,6 +95,25 @@ def group_size(prompts: list[Any]) -> int:
     if not runs or len(set(runs)) != 1:
         return 1
     return runs[0]
+
+
+def split_at_groups(count: int, parts: int, k: int = 1) -> list[slice]:
+    """At most ``parts`` contiguous, non-empty slices of ``count`` items cut only between runs of
+    ``k`` (a group's copies of its prompt stay with one engine), as even as whole runs allow.
+
+    >>> split_at_groups(512, 2, 8), split_at_groups(24, 2, 8), split_at_groups(8, 2, 8), split_at_groups(3, 2)
+    ([slice(0, 256, None), slice(256, 512, None)], [slice(0, 16, None), slice(16, 24, None)], [slice(0, 8, None)], [slice(0, 2, None), slice(2, 3, None)])
+    """
+    if k < 1 or count % k:
+        k = 1
+    runs, slices, start = count // k, [], 0
+    base, extra = divmod(runs, parts)
+    for i in range(parts):
+        stop = start + (base + (i < extra)) * k
+        if stop > start:
+            slices.append(slice(start, stop))
+        start = stop
+    return slices
 
 
 def _with_n(sampling_params: Any, n: int) -> Any:
@@ -192,8 +212,8 @@ class IPCWeightSync:
             _, args = reduce_tensor(flat)
             sent.append((pickle.dumps(args), entries))
         opened = self.generation.llm.collective_rpc("toolrl_open_buffers", args=(sent,))
-        if opened != [len(self.slots)]:
-            raise RuntimeError(f"the vLLM engine process mapped {opened} weights, expected [{len(self.slots)}]")
+        if not opened or any(count != len(self.slots) for count in opened):  # one count per engine's worker
+            raise RuntimeError(f"the vLLM engine processes mapped {opened} weights, expected {len(self.slots)} each")
 
     def __call__(self) -> None:
         import torch
@@ -384,16 +404,14 @@ class EngineClient:
 
     def generate(self, prompts: list[Any], sampling_params: Any = None, use_tqdm: bool = False) -> list[Any]:
         """vLLM's ``generate`` in the engine process; each call's seconds go to ``timings``: vLLM's
-        own ``generate_s``, ``pack_s`` (outputs to tuples, there), ``transfer_s`` (the pipe both
-        ways and the pickling) and ``unpack_s`` (tuples back to objects, here)."""
+        own ``generate_s``, ``pack_s`` (outputs to arrays, there), ``transfer_s`` (the pipe both
+        ways and the pickling) and ``unpack_s`` (arrays back to objects, here)."""
         started = time.perf_counter()
-        packed, timing = self._call("generate", prompts, sampling_params)
+        self.conn.send(("generate", (prompts, sampling_params)))
+        packed, timing = self._answer()
         answered = time.perf_counter()
         outputs = unpack_outputs(packed)
-        round_trip = answered - started
-        self.timings.append({"requests": len(prompts), "generate_s": timing["generate_s"], "pack_s": timing["pack_s"],
-                             "transfer_s": max(0.0, round_trip - timing["generate_s"] - timing["pack_s"]),
-                             "unpack_s": time.perf_counter() - answered})
+        self.timings.append(_generate_timing(len(prompts), [timing], answered - started, time.perf_counter() - answered))
         return outputs
 
     def collective_rpc(self, method: str, args: tuple = ()) -> list[Any]:
@@ -411,11 +429,85 @@ class EngineClient:
                 self.process.kill()
 
 
-def engine_client(llm_kwargs: dict[str, Any], options: EngineOptions | None = None) -> EngineClient:
+def _generate_timing(requests: int, engines: list[dict[str, float]], round_trip: float, unpack: float) -> dict:
+    """One generate call's record (``timings``): the slowest engine's vLLM and packing seconds, the
+    rest of the round trip as the pipe's, and the unpacking here.
+
+    >>> _generate_timing(4, [{"generate_s": 1.0, "pack_s": 0.1}, {"generate_s": 1.5, "pack_s": 0.1}], 2.0, 0.2)
+    {'requests': 4, 'engines': 2, 'generate_s': 1.5, 'pack_s': 0.1, 'transfer_s': 0.4, 'unpack_s': 0.2}
+    """
+    slowest = max(engines, key=lambda t: t["generate_s"] + t["pack_s"])
+    return {"requests": requests, "engines": len(engines), "generate_s": slowest["generate_s"],
+            "pack_s": slowest["pack_s"], "transfer_s": round(max(0.0, round_trip - slowest["generate_s"]
+                                                                 - slowest["pack_s"]), 6), "unpack_s": unpack}
+
+
+class EnginePool:
+    """Several engine processes standing where TRL keeps its ``LLM`` (``fast.engine_processes``).
+
+    Why: for a small model vLLM's round is bound by its host-side work per model step (the scheduler
+    and the outputs of every running request), not by the GPU, which sat idle most of run 13's
+    rounds. Each engine takes a contiguous share of the round's groups (a group's copies stay
+    together, so ``fast.engine_prompt_groups`` still applies), all of them generate at once, and
+    their outputs come back in the round's order. Each engine gets its own seed (TRL's + its
+    index), so that no two share a random stream. Weight syncs and cache resets go to all of them;
+    every engine maps the same CUDA IPC buffers. The engines start one after another, so that the
+    first fills vLLM's compile cache and the others read it."""
+
+    def __init__(self, llm_kwargs: dict[str, Any], factory: str = "vllm:LLM", start_timeout_s: float = 900,
+                 options: EngineOptions | None = None) -> None:
+        options = options or EngineOptions()
+        seed = llm_kwargs.get("seed") or 0
+        self.clients: list[EngineClient] = []
+        self.timings: list[dict[str, float]] = []
+        try:
+            for index in range(options.processes):
+                self.clients.append(EngineClient({**llm_kwargs, "seed": seed + index}, factory=factory,
+                                                 start_timeout_s=start_timeout_s, options=options))
+        except BaseException:
+            self.close()
+            raise
+
+    def _all(self, op: str, *args: Any) -> list[Any]:
+        """``op`` sent to every engine before any answer is read, so that they work at once."""
+        for client in self.clients:
+            client.conn.send((op, args))
+        return [client._answer() for client in self.clients]
+
+    def generate(self, prompts: list[Any], sampling_params: Any = None, use_tqdm: bool = False) -> list[Any]:
+        """The round split at its groups' boundaries, one share an engine, the outputs in order."""
+        ids = [p["prompt_token_ids"] if isinstance(p, dict) else p for p in prompts]
+        shares = split_at_groups(len(prompts), len(self.clients), group_size(ids))
+        started = time.perf_counter()
+        for client, share in zip(self.clients, shares, strict=False):
+            client.conn.send(("generate", (prompts[share], sampling_params)))
+        answers = [client._answer() for client in self.clients[:len(shares)]]
+        answered = time.perf_counter()
+        outputs = [output for packed, _ in answers for output in unpack_outputs(packed)]
+        self.timings.append(_generate_timing(len(prompts), [timing for _, timing in answers], answered - started,
+                                             time.perf_counter() - answered))
+        return outputs
+
+    def collective_rpc(self, method: str, args: tuple = ()) -> list[Any]:
+        """Every engine's answers, the first engine's first (vLLM's shape: a list of the workers')."""
+        return [answer for answers in self._all("rpc", method, list(args)) for answer in answers]
+
+    def reset_prefix_cache(self) -> list[Any]:
+        return self._all("reset_prefix_cache")
+
+    def close(self) -> None:
+        for client in self.clients:
+            client.close()
+
+
+def engine_client(llm_kwargs: dict[str, Any], options: EngineOptions | None = None) -> EngineClient | EnginePool:
     """What TRL's ``LLM(...)`` becomes under ``fast.generation_process``: its arguments less the
-    in-process ``external_launcher``, with the IPC receiver mixed into the worker."""
+    in-process ``external_launcher``, with the IPC receiver mixed into the worker; several engine
+    processes (``EnginePool``) under ``fast.engine_processes`` > 1."""
     kwargs = {k: v for k, v in llm_kwargs.items() if k != "distributed_executor_backend"}
     kwargs["worker_extension_cls"] = RECEIVER
+    if options is not None and options.processes > 1:
+        return EnginePool(kwargs, options=options)
     return EngineClient(kwargs, options=options)
 
 
@@ -432,5 +524,6 @@ def install(trainer: Any) -> IPCWeightSync:
     return generation.sync_weights
 
 
-__all__ = ["EngineClient", "EngineOptions", "IPCWeightSync", "RECEIVER", "WeightReceiver", "engine_client",
-           "generate_in_groups", "group_size", "install", "layout", "pack_outputs", "serve", "unpack_outputs"]
+__all__ = ["EngineClient", "EngineOptions", "EnginePool", "IPCWeightSync", "RECEIVER", "WeightReceiver", "engine_client",
+           "generate_in_groups", "group_size", "install", "layout", "pack_outputs", "serve", "split_at_groups",
+           "unpack_outputs"]
