@@ -202,9 +202,13 @@ _derive(_twin + "_groups_b32k", "_tok", f"{_twin}_groups_b32k with fast.prompt_t
         "fast.prompt_token_cache=true")
 # ... and with each round split between two engine processes (fast.engine_processes): vLLM's round is bound by its host-side
 # work per model step for this model (run 13: the GPU busy ~35% without the overlap), which two engines share
-for _name in (_twin, _twin + "_groups_b32k"):
+for _name in (_twin, _twin + "_groups_b32k", _twin + "_groups_b32k_tok"):
     _derive(_name, "_x2", f"{_name} with each round split between two engine processes (fast.engine_processes=2)",
             "fast.engine_processes=2", "grpo.vllm.kv_cache_gib=6")
+    # ... under CUDA MPS: with two engines the generation ends well inside a round and the trainer, slowed by the
+    # engines' time slices, bounds it (run 14), so the engines' small kernels may now run beside the trainer's
+    _derive(_name + "_x2", MPS_SUFFIX, f"{_name}_x2 with the trainer and both engine processes as clients of one CUDA "
+            "MPS server (under_mps)")
 # CUDA MPS with the SMs split (``*_mps_e<E>t<T>``): the engine process capped at E% of the SMs (fast.engine_sm_percent)
 # and the trainer at T% (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE in its environment; 100: no cap), so that the trainer's
 # large kernels cannot take every SM from the engine's decode steps, as under MPS without caps (run 12: the engine's

@@ -138,7 +138,15 @@ Options (``fast.<name>``; measured on the course's 2-core CPU unless said otherw
     requests, sent to vLLM as one request of n = G samples (``engine_process.generate_in_groups``),
     handed back in the copies' order: the same sampling, the prompt taken in once per group.
     Run 13 found the engine's own round (2.87 s for 512 completions on an H100, alone) to bound
-    an overlapped round. Untried on a GPU; off by default.
+    an overlapped round. Run 14 (H100, with a 32,768-token budget per model step): vLLM's round
+    no shorter (2.54-3.42 against 2.67-3.49 s); off by default.
+``engine_processes: N`` (GPU, with ``generation_process`` and ``grpo.vllm.kv_cache_gib``)
+    N engine processes on the one GPU (``engine_process.EnginePool``), each generating a
+    contiguous share of the round's groups at the same time, each with its own seed, all mapping
+    the same weight buffers. vLLM's round for a small model is bound by its host-side work per
+    decode step, which N engines share. Run 14 (H100): N = 2 cut vLLM's round from 2.67-3.49 to
+    1.57-1.92 s, 149.3 against 141.0 completions/s in the same call; the trainer, slowed by the
+    engines' time slices on the GPU, then bounds the round. 1 by default.
 ``prompt_token_cache: true``
     Each distinct prompt rendered and tokenised once per run (``prompt_tokens.py``): TRL's own
     ``_tokenize_prompts`` for the prompts not seen before, the ids kept under the prompt's text.

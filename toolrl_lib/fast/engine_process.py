@@ -40,6 +40,13 @@ packing there, the pipe, the unpacking here) and, with the syncs', recorded in r
 ``generation_process`` (``IPCWeightSync.stats``): run 13 found the engine's round alone (2.87 s
 for 512 completions on an H100, sync included) to be what bounds an overlapped round.
 
+``fast.engine_processes`` runs several engine processes (``EnginePool``), each generating a
+contiguous share of a round's groups at the same time: vLLM's round for this small model is bound
+by its host-side work per decode step, not by the GPU. Run 14 (H100): vLLM's round 1.57-1.92 s with
+two engines against 2.67-3.49 s with one, 149.3 against 141.0 completions/s, the trainer then the
+bound; sending each group's prompt once (``fast.engine_prompt_groups``) with a larger token budget
+per model step did not shorten the round.
+
 ``fast.engine_sm_percent`` caps the engine process's share of the GPU's SMs under CUDA MPS
 (``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``, set in this process before vLLM creates its CUDA context;
 ``serve``). Without MPS the two processes take turns on the GPU in time slices; under MPS without a
