@@ -31,6 +31,8 @@ class StandInLLM:
     def collective_rpc(self, method: str, args: tuple = ()) -> list[Any]:
         if method == "fail":
             raise RuntimeError("the stand-in refuses")
+        if method == "fail_if_seed" and self.seed == args[0]:  # one engine of a pool fails, the others answer
+            raise RuntimeError(f"the stand-in with seed {self.seed} refuses")
         if method == "environ":  # what the engine process set before building the engine
             return [os.environ.get(args[0])]
         if method == "calls":

@@ -479,7 +479,21 @@ class EnginePool:
         """``op`` sent to every engine before any answer is read, so that they work at once."""
         for client in self.clients:
             client.conn.send((op, args))
-        return [client._answer() for client in self.clients]
+        return self._answers(self.clients)
+
+    @staticmethod
+    def _answers(clients: list[EngineClient]) -> list[Any]:
+        """Every engine's answer, read even when one fails (then its error is raised after), so
+        that no answer is left in a pipe for the next call to take as its own."""
+        answers, failure = [], None
+        for client in clients:
+            try:
+                answers.append(client._answer())
+            except RuntimeError as error:
+                failure = failure or error
+        if failure is not None:
+            raise failure
+        return answers
 
     def generate(self, prompts: list[Any], sampling_params: Any = None, use_tqdm: bool = False) -> list[Any]:
         """The round split at its groups' boundaries, one share an engine, the outputs in order."""
@@ -488,7 +502,7 @@ class EnginePool:
         started = time.perf_counter()
         for client, share in zip(self.clients, shares, strict=False):
             client.conn.send(("generate", (prompts[share], sampling_params)))
-        answers = [client._answer() for client in self.clients[:len(shares)]]
+        answers = self._answers(self.clients[:len(shares)])
         answered = time.perf_counter()
         outputs = [output for packed, _ in answers for output in unpack_outputs(packed)]
         self.timings.append(_generate_timing(len(prompts), [timing for _, timing in answers], answered - started,
