@@ -311,9 +311,10 @@ def test_an_engine_pool_splits_a_round_at_its_groups_and_answers_as_one_engine()
         # fewer groups than engines: the one group goes to one engine
         assert len(pool.generate(prompts[:2], sampling_params={"max_tokens": 1})) == 2
         assert pool.collective_rpc("calls") == [[(4, 1), (2, 1)], [(2, 1)]]
-        assert [t["engines"] for t in pool.timings] == [2, 1] and [t["requests"] for t in pool.timings] == [6, 2]
+        assert pool.generate([], sampling_params={"max_tokens": 1}) == []
+        assert [t["engines"] for t in pool.timings] == [2, 1, 1] and [t["requests"] for t in pool.timings] == [6, 2, 0]
         stats = IPCWeightSync(types.SimpleNamespace(llm=pool)).stats()
-        assert stats["generate_calls"] == 2 and stats["transfer_s_mean"] is not None
+        assert stats["generate_calls"] == 3 and stats["transfer_s_mean"] is not None
         # one engine failing is raised, and the other's answer is not left for the next call to take
         with pytest.raises(RuntimeError, match="seed 3 refuses"):  # the first engine fails, the second answers
             pool.collective_rpc("fail_if_seed", args=(3,))
