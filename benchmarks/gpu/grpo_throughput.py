@@ -244,6 +244,9 @@ VARIANTS["vllm_fast_shared_fused_engine_graphs_sampler"] = (
     "vllm_fast_shared_fused_engine_overlap_graphs_sampler without the overlap: each round generated while the "
     "trainer waits (the two halves' times apart)",
     [o for o in VARIANTS["vllm_fast_shared_fused_engine_overlap_graphs_sampler"][1] if o != OVERLAP])
+_derive("vllm_fast_shared_fused_engine_graphs_sampler", "_x2", "vllm_fast_shared_fused_engine_graphs_sampler with each "
+        "round split between two engine processes (fast.engine_processes=2): the two engines' round with the GPU to "
+        "themselves", "fast.engine_processes=2", "grpo.vllm.kv_cache_gib=6")
 DEFAULT_VARIANTS = "trl_generate,vllm,vllm_mb64,vllm_mb64_nodetok,vllm_mb64_shared"
 FIELDS = ["model", "path", "completions_per_s", "generation_share", "peak_gib", "steps", "baseline_path",
           "ratio", "seconds_per_step", "generation_s_per_round", "torch_peak_gib", "startup_s",
